@@ -1,0 +1,379 @@
+//! The peer-plane frame: `u32 LE header_len | u32 LE payload_len | header | payload`.
+//!
+//! The header is a protobuf [`Header`]; the payload is raw bytes that never
+//! pass through protobuf, so a put's data goes from the socket buffer to the
+//! window without being decoded. [`Decoder`] is a pure state machine over a
+//! byte buffer: feed it what the socket gave, take whole frames out.
+
+use crate::v1::{ErrorCode, ErrorReply, Header, header::Body};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use prost::Message;
+
+/// What the dialing side sends before its first frame.
+pub const PREAMBLE: [u8; 4] = *b"PLD1";
+/// Bytes before the header: the two little-endian u32 lengths.
+pub const PREFIX_LEN: usize = 8;
+/// The largest header any pld rank sends or accepts.
+pub const MAX_HEADER_LEN: usize = 64 * 1024;
+/// The largest payload in one frame unless configured otherwise. Larger
+/// transfers are split into several frames.
+pub const DEFAULT_MAX_PAYLOAD: usize = 4 << 20;
+
+/// One decoded frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub header: Header,
+    pub payload: Bytes,
+}
+
+impl Frame {
+    /// The kind of message the header carries.
+    pub fn kind(&self) -> MsgKind {
+        MsgKind::of(&self.header)
+    }
+}
+
+/// Why bytes from a peer are not a frame. Every variant is fatal for the
+/// connection it came from: after it, the stream cannot be resynchronised.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The connection did not start with [`PREAMBLE`].
+    #[error("not a pld peer: the connection must start with \"PLD1\", it started with {got}")]
+    BadPreamble { got: String },
+    /// A header length over [`MAX_HEADER_LEN`].
+    #[error("frame header of {len} bytes exceeds the limit of {max} bytes")]
+    HeaderTooLarge { len: usize, max: usize },
+    /// A payload length over the receiver's limit.
+    #[error("frame payload of {len} bytes exceeds the limit of {max} bytes")]
+    PayloadTooLarge { len: usize, max: usize },
+    /// A header that is not a valid protobuf `Header`.
+    #[error("frame header does not decode: {reason}")]
+    Malformed { reason: String },
+}
+
+impl FrameError {
+    /// The code an error reply carries for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            FrameError::BadPreamble { .. } => ErrorCode::BadPreamble,
+            FrameError::HeaderTooLarge { .. } | FrameError::PayloadTooLarge { .. } => {
+                ErrorCode::FrameTooLarge
+            }
+            FrameError::Malformed { .. } => ErrorCode::MalformedFrame,
+        }
+    }
+
+    /// The error reply to send before closing the connection.
+    pub fn to_reply(&self) -> Header {
+        error_header(0, self.code(), self.to_string())
+    }
+}
+
+/// A header carrying an error reply.
+pub fn error_header(id: u64, code: ErrorCode, message: String) -> Header {
+    Header {
+        id,
+        body: Some(Body::Error(ErrorReply {
+            code: code as i32,
+            message,
+        })),
+    }
+}
+
+/// Appends the length prefix and the encoded header for a frame whose payload
+/// of `payload_len` bytes the caller writes next.
+pub fn encode_head(header: &Header, payload_len: usize, dst: &mut BytesMut) {
+    let header_len = header.encoded_len();
+    debug_assert!(header_len <= MAX_HEADER_LEN);
+    dst.reserve(PREFIX_LEN + header_len);
+    dst.put_u32_le(header_len as u32);
+    dst.put_u32_le(u32::try_from(payload_len).unwrap_or(u32::MAX));
+    // Encoding into a BytesMut that has the capacity reserved cannot fail.
+    header
+        .encode(dst)
+        .unwrap_or_else(|_| unreachable!("capacity reserved"));
+}
+
+/// Encodes a whole frame into one buffer (copies the payload; meant for
+/// small frames and for tests).
+pub fn encode(header: &Header, payload: &[u8]) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(PREFIX_LEN + header.encoded_len() + payload.len());
+    encode_head(header, payload.len(), &mut buf);
+    buf.extend_from_slice(payload);
+    buf
+}
+
+/// Turns a byte stream into frames.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    max_payload: usize,
+    /// Preamble bytes still to check, for the accepting side of a connection.
+    preamble_left: usize,
+}
+
+impl Decoder {
+    /// A decoder for the dialing side: frames from the first byte.
+    pub fn new(max_payload: usize) -> Self {
+        Decoder {
+            max_payload,
+            preamble_left: 0,
+        }
+    }
+
+    /// A decoder for the accepting side: the stream starts with [`PREAMBLE`].
+    pub fn expecting_preamble(max_payload: usize) -> Self {
+        Decoder {
+            max_payload,
+            preamble_left: PREAMBLE.len(),
+        }
+    }
+
+    /// The payload limit this decoder enforces.
+    pub fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+
+    /// Takes one whole frame off the front of `buf`.
+    ///
+    /// `Ok(None)` means more bytes are needed; the decoder has then reserved
+    /// room in `buf` for the rest of the frame, so that the next read can
+    /// fill it. Errors are final for the stream.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if self.preamble_left > 0 {
+            let seen = PREAMBLE.len() - self.preamble_left;
+            let n = self.preamble_left.min(buf.len());
+            if buf[..n] != PREAMBLE[seen..seen + n] {
+                return Err(FrameError::BadPreamble {
+                    got: describe_bytes(&buf[..buf.len().min(16)]),
+                });
+            }
+            buf.advance(n);
+            self.preamble_left -= n;
+            if self.preamble_left > 0 {
+                return Ok(None);
+            }
+        }
+        if buf.len() < PREFIX_LEN {
+            buf.reserve(PREFIX_LEN);
+            return Ok(None);
+        }
+        let header_len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        let payload_len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
+        if header_len > MAX_HEADER_LEN {
+            return Err(FrameError::HeaderTooLarge {
+                len: header_len,
+                max: MAX_HEADER_LEN,
+            });
+        }
+        if payload_len > self.max_payload {
+            return Err(FrameError::PayloadTooLarge {
+                len: payload_len,
+                max: self.max_payload,
+            });
+        }
+        let total = PREFIX_LEN + header_len + payload_len;
+        if buf.len() < total {
+            buf.reserve(total - buf.len());
+            return Ok(None);
+        }
+        let header = Header::decode(&buf[PREFIX_LEN..PREFIX_LEN + header_len]).map_err(|e| {
+            FrameError::Malformed {
+                reason: e.to_string(),
+            }
+        })?;
+        let mut frame = buf.split_to(total);
+        frame.advance(PREFIX_LEN + header_len);
+        Ok(Some(Frame {
+            header,
+            payload: frame.freeze(),
+        }))
+    }
+}
+
+/// Shows bytes as hex and, where printable, as text: `47 45 54 20 ("GET ")`.
+fn describe_bytes(bytes: &[u8]) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let text: String = bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    format!("{} ({text:?})", hex.join(" "))
+}
+
+/// The kinds of peer-plane messages, for counters and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum MsgKind {
+    Hello,
+    Put,
+    Get,
+    AtomicAdd,
+    FetchAdd,
+    CompareSwap,
+    Notify,
+    Ack,
+    GetReply,
+    Value,
+    Error,
+    /// A header without a body.
+    Empty,
+}
+
+impl MsgKind {
+    /// Every kind, in index order.
+    pub const ALL: [MsgKind; 12] = [
+        MsgKind::Hello,
+        MsgKind::Put,
+        MsgKind::Get,
+        MsgKind::AtomicAdd,
+        MsgKind::FetchAdd,
+        MsgKind::CompareSwap,
+        MsgKind::Notify,
+        MsgKind::Ack,
+        MsgKind::GetReply,
+        MsgKind::Value,
+        MsgKind::Error,
+        MsgKind::Empty,
+    ];
+
+    /// The kind of the message a header carries.
+    pub fn of(header: &Header) -> MsgKind {
+        match &header.body {
+            None => MsgKind::Empty,
+            Some(Body::Hello(_)) => MsgKind::Hello,
+            Some(Body::Put(_)) => MsgKind::Put,
+            Some(Body::Get(_)) => MsgKind::Get,
+            Some(Body::AtomicAdd(_)) => MsgKind::AtomicAdd,
+            Some(Body::FetchAdd(_)) => MsgKind::FetchAdd,
+            Some(Body::CompareSwap(_)) => MsgKind::CompareSwap,
+            Some(Body::Notify(_)) => MsgKind::Notify,
+            Some(Body::Ack(_)) => MsgKind::Ack,
+            Some(Body::GetReply(_)) => MsgKind::GetReply,
+            Some(Body::Value(_)) => MsgKind::Value,
+            Some(Body::Error(_)) => MsgKind::Error,
+        }
+    }
+
+    /// The snake_case name used in counters.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MsgKind::Hello => "hello",
+            MsgKind::Put => "put",
+            MsgKind::Get => "get",
+            MsgKind::AtomicAdd => "atomic_add",
+            MsgKind::FetchAdd => "fetch_add",
+            MsgKind::CompareSwap => "compare_swap",
+            MsgKind::Notify => "notify",
+            MsgKind::Ack => "ack",
+            MsgKind::GetReply => "get_reply",
+            MsgKind::Value => "value",
+            MsgKind::Error => "error",
+            MsgKind::Empty => "empty",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v1::{Ack, GetRequest, PutRequest};
+
+    fn put(id: u64) -> Header {
+        Header {
+            id,
+            body: Some(Body::Put(PutRequest {
+                window: 1,
+                offset: 64,
+            })),
+        }
+    }
+
+    #[test]
+    fn frames_split_across_reads_decode_whole_and_in_order() {
+        let mut wire = BytesMut::new();
+        wire.extend_from_slice(&PREAMBLE);
+        wire.extend_from_slice(&encode(&put(1), b"hello"));
+        let get = Header {
+            id: 2,
+            body: Some(Body::Get(GetRequest {
+                window: 0,
+                offset: 8,
+                len: 16,
+            })),
+        };
+        wire.extend_from_slice(&encode(&get, b""));
+        // Feed one byte at a time: every prefix must either wait or yield a frame.
+        let mut dec = Decoder::expecting_preamble(1024);
+        let mut buf = BytesMut::new();
+        let mut frames = Vec::new();
+        for b in wire.iter() {
+            buf.put_u8(*b);
+            while let Some(f) = dec.decode(&mut buf).unwrap() {
+                frames.push(f);
+            }
+        }
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0].header, put(1));
+        assert_eq!(&frames[0].payload[..], b"hello");
+        assert_eq!(frames[1].header, get);
+        assert!(frames[1].payload.is_empty());
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_first_byte_is_a_bad_preamble_at_once() {
+        let mut dec = Decoder::expecting_preamble(1024);
+        let mut buf = BytesMut::from(&b"G"[..]);
+        let err = dec.decode(&mut buf).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::BadPreamble);
+        assert!(err.to_string().contains("47 (\"G\")"), "{err}");
+    }
+
+    #[test]
+    fn oversized_lengths_are_rejected_before_any_payload_arrives() {
+        let mut dec = Decoder::new(100);
+        let mut buf = BytesMut::new();
+        buf.put_u32_le(4);
+        buf.put_u32_le(101);
+        assert_eq!(
+            dec.decode(&mut buf).unwrap_err(),
+            FrameError::PayloadTooLarge { len: 101, max: 100 }
+        );
+        let mut buf = BytesMut::new();
+        buf.put_u32_le(u32::MAX);
+        buf.put_u32_le(0);
+        assert!(matches!(
+            Decoder::new(100).decode(&mut buf),
+            Err(FrameError::HeaderTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn garbage_header_bytes_are_malformed() {
+        let mut buf = BytesMut::new();
+        buf.put_u32_le(3);
+        buf.put_u32_le(0);
+        buf.extend_from_slice(&[0xff, 0xff, 0xff]);
+        let err = Decoder::new(100).decode(&mut buf).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::MalformedFrame);
+    }
+
+    #[test]
+    fn msg_kind_names_every_body() {
+        let ack = Header {
+            id: 3,
+            body: Some(Body::Ack(Ack {})),
+        };
+        assert_eq!(MsgKind::of(&ack), MsgKind::Ack);
+        assert_eq!(MsgKind::of(&Header::default()), MsgKind::Empty);
+        for (i, k) in MsgKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! pld's wire types and the pure parts of its protocol.
+//!
+//! - [`v1`]: the protobuf messages of package `pld.v1`, generated from
+//!   `proto/pld/v1/*.proto` at build time with protox (no system `protoc`).
+//! - [`frame`]: the peer-plane frame codec — a small protobuf header plus the
+//!   raw payload bytes, which never pass through protobuf.
+//! - [`handshake`]: the check two ranks run on each other's [`v1::Hello`].
+//! - [`track`]: the per-peer table of outstanding operations behind
+//!   completion, `quiet` and its diagnostics.
+//! - [`dtype`]: element types and their byte encodings.
+//!
+//! Nothing here does I/O or reads a clock: time is passed in, so that every
+//! state machine can be driven deterministically by tests.
+
+pub mod dtype;
+pub mod frame;
+pub mod handshake;
+pub mod track;
+
+/// Generated protobuf types of package `pld.v1`.
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::pedantic,
+    missing_debug_implementations
+)]
+pub mod v1 {
+    include!(concat!(env!("OUT_DIR"), "/pld.v1.rs"));
+}
+
+pub use dtype::Element;
+pub use frame::{Frame, FrameError, MsgKind};
+pub use track::{OpKind, PeerOps};
+pub use v1::{Dtype, ErrorCode, NotifyOp};
+
+/// The peer-plane protocol version; ranks that speak different versions refuse
+/// each other at the handshake.
+pub const PROTOCOL_VERSION: u32 = 1;

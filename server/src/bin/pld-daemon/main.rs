@@ -1,0 +1,160 @@
+//! `pld-daemon`: one rank of a pld cluster.
+//!
+//! ```text
+//! pld-daemon --rank 0 --peers 127.0.0.1:7000,127.0.0.1:7001
+//! pld-daemon demo            # a 2-rank cluster on loopback, a put, a get, an atomic add
+//! ```
+
+mod demo;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use pld_server::config::{parse_duration, parse_size};
+use pld_server::{Config, Rank, TransportKind, WindowConfig};
+use std::io::Write;
+use std::time::Duration;
+
+/// A pld rank daemon: owns its windows and serves one-sided put, get and
+/// atomics to its peers over QUIC or TCP.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pld-daemon",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Every flag can also be set through the environment variable shown.\n\
+                  Log filtering: RUST_LOG (for example RUST_LOG=debug or RUST_LOG=pld_server=trace)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a 2-rank cluster on loopback (rank 1 as a child pld-daemon),
+    /// do a put, a get and an atomic add across it, and print the results.
+    Demo(demo::DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// This rank's id: its position in --peers.
+    #[arg(long, env = "PLD_RANK", required = true)]
+    rank: Option<u32>,
+    /// HOST:PORT of every rank, in rank order, this rank's own included.
+    #[arg(long, env = "PLD_PEERS", value_delimiter = ',', required = true)]
+    peers: Vec<String>,
+    /// Address to listen on [default: this rank's entry in --peers].
+    #[arg(long, env = "PLD_LISTEN")]
+    listen: Option<String>,
+    /// Peer-plane transport: quic or tcp.
+    #[arg(long, env = "PLD_TRANSPORT", default_value = "quic")]
+    transport: TransportKind,
+    /// A window NAME=SIZE (KiB/MiB/GiB suffixes); repeat for several, or
+    /// comma-separate in the variable [default: data=64MiB, signal=64KiB].
+    #[arg(long = "window", env = "PLD_WINDOWS", value_delimiter = ',')]
+    windows: Vec<WindowConfig>,
+    /// Cluster identity: ranks with different ids refuse each other.
+    #[arg(long, env = "PLD_CLUSTER_ID", default_value = "pld")]
+    cluster_id: String,
+    /// How long to keep retrying peers that are not up yet (ms, s, m).
+    #[arg(long, env = "PLD_CONNECT_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    connect_timeout: Duration,
+    /// How long an op waits for its reply before failing (ms, s, m).
+    #[arg(long, env = "PLD_OP_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    op_timeout: Duration,
+    /// Largest payload in one peer frame; bigger transfers are split.
+    #[arg(long, env = "PLD_MAX_FRAME", default_value = "4MiB", value_parser = parse_size)]
+    max_frame: u64,
+}
+
+impl RunArgs {
+    fn config(self) -> anyhow::Result<Config> {
+        let rank = self.rank.context("--rank is required")?;
+        let mut c = Config::new(rank, self.peers);
+        c.listen = self.listen;
+        c.transport = self.transport;
+        if !self.windows.is_empty() {
+            c.windows = self.windows;
+        }
+        c.cluster_id = self.cluster_id;
+        c.connect_timeout = self.connect_timeout;
+        c.op_timeout = self.op_timeout;
+        c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
+        Ok(c)
+    }
+}
+
+fn init_logging(default: tracing::Level) {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let spec = std::env::var("RUST_LOG").unwrap_or_default();
+    let filter: Targets = match spec.parse::<Targets>() {
+        Ok(f) if !spec.trim().is_empty() => f,
+        Ok(_) => Targets::new().with_default(default),
+        Err(e) => {
+            eprintln!("pld-daemon: RUST_LOG '{spec}' is not a filter ({e}); logging at {default}");
+            Targets::new().with_default(default)
+        }
+    };
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter),
+        )
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // The demo is a tour: only warnings interrupt it unless RUST_LOG says otherwise.
+    init_logging(match cli.command {
+        Some(Command::Demo(_)) => tracing::Level::WARN,
+        None => tracing::Level::INFO,
+    });
+    let result = match cli.command {
+        Some(Command::Demo(args)) => demo::run(args).await,
+        None => serve(cli.run).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pld-daemon: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: RunArgs) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let rank = Rank::start(config).await?;
+    // The ready line is the contract with scripts and tests: it is printed
+    // once every peer is connected and the rank serves.
+    println!(
+        "pld-daemon: rank {} of {} ready on {} ({})",
+        rank.rank(),
+        rank.nranks(),
+        rank.local_addr(),
+        rank.transport()
+    );
+    std::io::stdout().flush()?;
+    wait_for_signal().await?;
+    tracing::info!(rank = rank.rank(), "shutting down");
+    rank.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for ctrl-c")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

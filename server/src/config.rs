@@ -1,0 +1,304 @@
+//! Configuration of one rank, and the parsers for sizes and durations that
+//! the daemon's flags share.
+
+use crate::error::{Error, Result};
+use pld_proto::frame::DEFAULT_MAX_PAYLOAD;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The peer-plane transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransportKind {
+    /// QUIC over UDP (quinn + rustls), the default.
+    #[default]
+    Quic,
+    /// Plain TCP with length-prefixed frames.
+    Tcp,
+}
+
+impl FromStr for TransportKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "quic" => Ok(TransportKind::Quic),
+            "tcp" => Ok(TransportKind::Tcp),
+            _ => Err(format!("unknown transport '{s}': expected quic or tcp")),
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportKind::Quic => "quic",
+            TransportKind::Tcp => "tcp",
+        })
+    }
+}
+
+/// One window: a name and a size in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowConfig {
+    pub name: String,
+    pub size: u64,
+}
+
+impl FromStr for WindowConfig {
+    type Err = String;
+    /// Parses `NAME=SIZE`, for example `data=64MiB`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, size) = s
+            .split_once('=')
+            .ok_or_else(|| format!("window '{s}' must be NAME=SIZE, for example data=64MiB"))?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
+            return Err(format!(
+                "window name '{name}' must be non-empty letters, digits, '_', '-' or '.'"
+            ));
+        }
+        Ok(WindowConfig {
+            name: name.to_string(),
+            size: parse_size(size.trim())?,
+        })
+    }
+}
+
+/// The windows a daemon has unless told otherwise: `data` (64 MiB) and
+/// `signal` (64 KiB).
+pub fn default_windows() -> Vec<WindowConfig> {
+    vec![
+        WindowConfig {
+            name: "data".into(),
+            size: 64 << 20,
+        },
+        WindowConfig {
+            name: "signal".into(),
+            size: 64 << 10,
+        },
+    ]
+}
+
+/// Everything one rank needs to join its cluster.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// This rank's id.
+    pub rank: u32,
+    /// `HOST:PORT` of every rank, in rank order, this rank's own included.
+    pub peers: Vec<String>,
+    /// Where to listen; defaults to this rank's own entry in `peers`.
+    pub listen: Option<String>,
+    pub transport: TransportKind,
+    pub windows: Vec<WindowConfig>,
+    /// Ranks of different clusters refuse each other.
+    pub cluster_id: String,
+    /// How long startup keeps retrying unreachable peers.
+    pub connect_timeout: Duration,
+    /// How long an op waits for its reply.
+    pub op_timeout: Duration,
+    /// The largest payload in one frame; bigger transfers are split.
+    pub max_payload: usize,
+}
+
+impl Config {
+    /// A configuration with the defaults: QUIC, windows `data` and `signal`,
+    /// cluster id `pld`, 30 s connect timeout, 10 s op timeout.
+    pub fn new(rank: u32, peers: Vec<String>) -> Self {
+        Config {
+            rank,
+            peers,
+            listen: None,
+            transport: TransportKind::Quic,
+            windows: default_windows(),
+            cluster_id: "pld".into(),
+            connect_timeout: Duration::from_secs(30),
+            op_timeout: Duration::from_secs(10),
+            max_payload: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+
+    /// The number of ranks.
+    pub fn nranks(&self) -> u32 {
+        self.peers.len() as u32
+    }
+
+    /// Checks what can be checked without the network.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.peers.is_empty() {
+            return bad("the peer list is empty; give every rank's HOST:PORT in rank order".into());
+        }
+        if self.rank >= self.nranks() {
+            return bad(format!(
+                "rank {} is not in the peer list of {} ranks (0..{})",
+                self.rank,
+                self.nranks(),
+                self.nranks()
+            ));
+        }
+        for (i, p) in self.peers.iter().enumerate() {
+            if split_host_port(p).is_none() {
+                return bad(format!("peer {i} '{p}' is not HOST:PORT"));
+            }
+        }
+        if self.windows.is_empty() {
+            return bad("at least one window is needed".into());
+        }
+        let mut names: Vec<&str> = self.windows.iter().map(|w| w.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return bad(format!("window '{}' is given twice", w[0]));
+        }
+        if let Some(w) = self.windows.iter().find(|w| w.size == 0) {
+            return bad(format!("window '{}' has size 0", w.name));
+        }
+        if self.cluster_id.is_empty() {
+            return bad("the cluster id is empty".into());
+        }
+        if self.op_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return bad("timeouts must be greater than zero".into());
+        }
+        if self.max_payload < 4096 || self.max_payload > u32::MAX as usize {
+            return bad(format!(
+                "max payload {} must be between 4 KiB and 4 GiB",
+                self.max_payload
+            ));
+        }
+        Ok(())
+    }
+
+    /// The address this rank listens on.
+    pub fn listen_addr(&self) -> &str {
+        self.listen
+            .as_deref()
+            .unwrap_or(&self.peers[self.rank as usize])
+    }
+}
+
+/// Splits `HOST:PORT` (`[v6]:PORT` too) into host and port.
+pub fn split_host_port(s: &str) -> Option<(&str, u16)> {
+    let (host, port) = s.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return None;
+    }
+    Some((host, port.parse().ok()?))
+}
+
+/// Parses a size: bytes, or with a KiB/MiB/GiB (or K/M/G, KB/MB/GB — all
+/// binary) suffix: `4096`, `64KiB`, `64MiB`, `1GiB`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| {
+        format!("size '{s}' must be a whole number with an optional KiB/MiB/GiB suffix")
+    })?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => {
+            return Err(format!(
+                "size '{s}' has unknown unit '{other}': use KiB, MiB or GiB"
+            ));
+        }
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+/// Parses a duration: `250ms`, `10s`, `2m`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("duration '{s}' must be a number with ms, s or m"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        other => {
+            return Err(format!(
+                "duration '{s}' has unknown unit '{other}': use ms, s or m"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("duration '{s}' is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert!(parse_size("12XB").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("MiB").is_err());
+        assert!(parse_size("99999999999999999999GiB").is_err());
+    }
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn window_flags_parse_and_validate() {
+        assert_eq!(
+            "data=64MiB".parse::<WindowConfig>(),
+            Ok(WindowConfig {
+                name: "data".into(),
+                size: 64 << 20
+            })
+        );
+        assert!("data".parse::<WindowConfig>().is_err());
+        assert!("a b=1".parse::<WindowConfig>().is_err());
+        let mut c = Config::new(0, vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]);
+        assert!(c.validate().is_ok());
+        c.windows.push(WindowConfig {
+            name: "data".into(),
+            size: 1,
+        });
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("'data' is given twice")
+        );
+        c.windows = default_windows();
+        c.rank = 2;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("rank 2 is not in the peer list")
+        );
+    }
+
+    #[test]
+    fn host_port_splits_names_and_v6() {
+        assert_eq!(split_host_port("rank0:7000"), Some(("rank0", 7000)));
+        assert_eq!(split_host_port("[::1]:7"), Some(("::1", 7)));
+        assert_eq!(split_host_port("nohost"), None);
+        assert_eq!(split_host_port(":7"), None);
+    }
+}

@@ -1,0 +1,175 @@
+//! Errors of the rank engine. Each says who failed and where: the rank, the
+//! peer's address, the window, the offset, the op and its id.
+
+use pld_proto::handshake::Mismatch;
+use pld_proto::{Dtype, ErrorCode, OpKind};
+use std::time::Duration;
+
+/// Why an access to a window was refused. Produced by the same checks on the
+/// origin (before anything is sent) and on the target (before any byte of the
+/// window changes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    /// The range does not lie inside the window.
+    #[error("{len} bytes at offset {offset} do not fit in window '{window}' of {size} bytes")]
+    OutOfBounds {
+        window: String,
+        offset: u64,
+        len: u64,
+        size: u64,
+    },
+    /// An offset that is not a multiple of the element size.
+    #[error(
+        "offset {offset} in window '{window}' is not a multiple of the {dtype} element size ({size} bytes)"
+    )]
+    MisalignedOffset {
+        window: String,
+        offset: u64,
+        dtype: Dtype,
+        size: usize,
+    },
+    /// A length that is not a multiple of the element size.
+    #[error("length {len} is not a multiple of the {dtype} element size ({size} bytes)")]
+    MisalignedLength { len: u64, dtype: Dtype, size: usize },
+    /// A dtype value pld does not know.
+    #[error("unknown dtype value {value}")]
+    UnknownDtype { value: i32 },
+    /// A dtype the operation does not take.
+    #[error("{op} does not support dtype {dtype}; it takes {supported}")]
+    UnsupportedDtype {
+        op: OpKind,
+        dtype: Dtype,
+        supported: &'static str,
+    },
+    /// An operand that does not fit the cell's dtype.
+    #[error("{op} operand {value} does not fit a {dtype} cell")]
+    ValueOutOfRange {
+        op: OpKind,
+        dtype: Dtype,
+        value: i64,
+    },
+    /// A window id that the target does not have.
+    #[error("unknown window id {id}: this rank has {count} windows")]
+    UnknownWindow { id: u32, count: usize },
+    /// A get whose reply would not fit the origin's frame limit.
+    #[error("a get of {len} bytes exceeds the origin's frame limit of {max} bytes")]
+    ReplyTooLarge { len: u64, max: u64 },
+    /// A message that is not a request where a request was expected.
+    #[error("the message is not a request")]
+    NotARequest,
+    /// A notify without a valid op.
+    #[error("notify op value {value} is neither set nor atomic_add")]
+    InvalidNotifyOp { value: i32 },
+}
+
+impl AccessError {
+    /// The wire code for an error reply.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            AccessError::OutOfBounds { .. } => ErrorCode::OutOfRange,
+            AccessError::MisalignedOffset { .. } | AccessError::MisalignedLength { .. } => {
+                ErrorCode::Misaligned
+            }
+            AccessError::UnknownDtype { .. } => ErrorCode::UnknownDtype,
+            AccessError::UnsupportedDtype { .. } => ErrorCode::UnsupportedDtype,
+            AccessError::UnknownWindow { .. } => ErrorCode::UnknownWindow,
+            AccessError::InvalidNotifyOp { .. }
+            | AccessError::ValueOutOfRange { .. }
+            | AccessError::ReplyTooLarge { .. } => ErrorCode::InvalidArgument,
+            AccessError::NotARequest => ErrorCode::UnexpectedMessage,
+        }
+    }
+}
+
+/// Everything a [`crate::Rank`] operation or its startup can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration cannot form a rank.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A rank id outside the cluster.
+    #[error("rank {rank} does not exist: the cluster has ranks 0..{nranks}")]
+    NoSuchRank { rank: u32, nranks: u32 },
+    /// A window name that is not configured.
+    #[error("window '{name}' does not exist; the windows are {known}")]
+    NoSuchWindow { name: String, known: String },
+    /// The access was refused by the checks, before anything was sent.
+    #[error("{op} to rank {rank}: {error}")]
+    Access {
+        op: OpKind,
+        rank: u32,
+        error: AccessError,
+    },
+    /// The target refused the request; no byte of its window changed.
+    #[error("rank {rank} rejected {op} #{id}: {message}")]
+    Rejected {
+        rank: u32,
+        op: OpKind,
+        id: u64,
+        code: ErrorCode,
+        message: String,
+    },
+    /// The connection to a peer is gone; ops to it fail until it is back.
+    #[error("rank {rank} is unreachable: {reason}")]
+    PeerLost { rank: u32, reason: String },
+    /// No reply within the op timeout; the op may or may not have been applied.
+    #[error("{op} #{id} to rank {rank} got no reply within {timeout:?}")]
+    OpTimeout {
+        rank: u32,
+        op: OpKind,
+        id: u64,
+        timeout: Duration,
+    },
+    /// `quiet` could not see every outstanding op complete in time.
+    #[error("quiet timed out after {timeout:?}; still outstanding: {outstanding}")]
+    QuietTimeout {
+        timeout: Duration,
+        outstanding: String,
+    },
+    /// A peer disagrees on the cluster's identity.
+    #[error("rank {peer} at {addr}: {mismatch}")]
+    Mismatch {
+        peer: u32,
+        addr: String,
+        mismatch: Mismatch,
+    },
+    /// A peer refused this rank's handshake.
+    #[error("rank {peer} at {addr} refused the handshake: {message}")]
+    Refused {
+        peer: u32,
+        addr: String,
+        message: String,
+    },
+    /// A peer could not be reached within the connect timeout.
+    #[error("could not connect to rank {peer} at {addr} within {timeout:?}: {last_error}")]
+    ConnectTimeout {
+        peer: u32,
+        addr: String,
+        timeout: Duration,
+        last_error: String,
+    },
+    /// A peer sent something the protocol does not allow.
+    #[error("rank {rank} broke the protocol: {reason}")]
+    Protocol { rank: u32, reason: String },
+    /// Local I/O failed (binding a port, resolving a name, ...).
+    #[error("{context}: {error}")]
+    Io {
+        context: String,
+        error: std::io::Error,
+    },
+    /// Certificates or TLS configuration could not be built.
+    #[error("tls setup failed: {0}")]
+    Tls(String),
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, error: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            error,
+        }
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,28 @@
+//! The pld rank: window memory and dtype atomics, the QUIC and TCP peer
+//! plane, and [`Rank`], the in-process handle that `pld-daemon` wraps.
+//!
+//! ```no_run
+//! # async fn demo() -> pld_server::Result<()> {
+//! use pld_server::{Config, Rank};
+//! let peers = vec!["127.0.0.1:7000".to_string(), "127.0.0.1:7001".to_string()];
+//! let rank = Rank::start(Config::new(0, peers)).await?;
+//! let data = rank.window("data")?;
+//! rank.put(1, data, 0, b"hello").await?;            // applied at rank 1 on return
+//! assert_eq!(&rank.get(1, data, 0, 5).await?[..], b"hello");
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+pub mod error;
+mod peer;
+mod rank;
+pub mod stats;
+pub mod tls;
+pub mod transport;
+pub mod window;
+
+pub use config::{Config, TransportKind, WindowConfig};
+pub use error::{AccessError, Error, Result};
+pub use pld_proto::{Dtype, Element, NotifyOp, OpKind};
+pub use rank::{OpHandle, Rank, WindowId};
+pub use stats::StatsSnapshot;

@@ -1,0 +1,231 @@
+//! Joining the cluster: dial a peer (retrying until the connect timeout),
+//! exchange [`Hello`]s, and check that both sides agree.
+//!
+//! The dialing side sends the preamble and its Hello; the accepting side
+//! answers with its own Hello, or with a `HANDSHAKE_REFUSED` error naming the
+//! mismatch and closes. Both sides run [`pld_proto::handshake::check`].
+
+use super::{FrameReader, RankState, ReadError, write_frame};
+use crate::error::{Error, Result};
+use crate::transport::{Connection, Endpoint, PeerWriter};
+use pld_proto::frame::{Decoder, PREAMBLE, error_header};
+use pld_proto::handshake::check;
+use pld_proto::v1::{ErrorCode, Header, Hello, header::Body};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::time::{Instant, timeout, timeout_at};
+
+/// How long an accepted connection may take to send its Hello.
+pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one dial attempt may take before it is retried (QUIC to a port
+/// nobody listens on yet gets no answer at all).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A handshaken connection to a peer.
+#[derive(Debug)]
+pub(crate) struct Established {
+    pub reader: FrameReader,
+    pub writer: PeerWriter,
+    pub peer: Hello,
+    pub remote: SocketAddr,
+    pub quic: Option<quinn::Connection>,
+}
+
+fn hello_header(hello: &Hello) -> Header {
+    Header {
+        id: 0,
+        body: Some(Body::Hello(hello.clone())),
+    }
+}
+
+/// Why one attempt failed: worth retrying, or final.
+enum Attempt {
+    Retry(String),
+    Fatal(Error),
+}
+
+/// Dials rank `peer` until it answers or `deadline` passes.
+pub(crate) async fn dial(
+    state: &RankState,
+    endpoint: &Endpoint,
+    peer: u32,
+    deadline: Instant,
+) -> Result<Established> {
+    let addr_text = state.config.peers[peer as usize].clone();
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        let last_error = match attempt(state, endpoint, peer, &addr_text, deadline).await {
+            Ok(e) => return Ok(e),
+            Err(Attempt::Fatal(e)) => return Err(e),
+            Err(Attempt::Retry(why)) => why,
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::ConnectTimeout {
+                peer,
+                addr: addr_text,
+                timeout: state.config.connect_timeout,
+                last_error,
+            });
+        }
+        tracing::debug!(peer, addr = %addr_text, error = %last_error, "peer not reachable yet; retrying");
+        // A retry delay, not synchronisation: the peer may simply not be up yet.
+        tokio::time::sleep(backoff.min(deadline - now)).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
+    }
+}
+
+async fn attempt(
+    state: &RankState,
+    endpoint: &Endpoint,
+    peer: u32,
+    addr_text: &str,
+    deadline: Instant,
+) -> Result<Established, Attempt> {
+    let retry = |what: &str, e: &dyn std::fmt::Display| Attempt::Retry(format!("{what}: {e}"));
+    let addr = resolve(addr_text)
+        .await
+        .map_err(|e| retry("cannot resolve", &e))?;
+    let attempt_deadline = deadline.min(Instant::now() + ATTEMPT_TIMEOUT);
+    let conn = timeout_at(attempt_deadline, endpoint.dial(addr, peer))
+        .await
+        .map_err(|_| Attempt::Retry(format!("no answer from {addr}")))?
+        .map_err(|e| retry("connect", &e))?;
+    let Connection {
+        reader,
+        mut writer,
+        remote,
+        quic,
+    } = conn;
+    writer
+        .write_all(&PREAMBLE)
+        .await
+        .map_err(|e| retry("send preamble", &e))?;
+    let n = write_frame(&mut writer, &hello_header(&state.hello), &[])
+        .await
+        .map_err(|e| retry("send hello", &e))?;
+    state
+        .stats
+        .sent(pld_proto::MsgKind::Hello, n + PREAMBLE.len());
+    let mut reader = FrameReader::new(reader, Decoder::new(state.config.max_payload));
+    let reply = timeout_at(
+        deadline.max(Instant::now() + Duration::from_millis(100)),
+        reader.next(),
+    )
+    .await
+    .map_err(|_| Attempt::Retry(format!("{addr} accepted but did not answer the hello")))?
+    .map_err(|e| match e {
+        ReadError::Frame(f) => Attempt::Fatal(Error::Protocol {
+            rank: peer,
+            reason: format!("handshake reply: {f}"),
+        }),
+        other => retry("handshake", &other),
+    })?;
+    state
+        .stats
+        .received(pld_proto::MsgKind::of(&reply.header), reply.payload.len());
+    let addr_s = addr_text.to_string();
+    match reply.header.body {
+        Some(Body::Hello(h)) => {
+            check(&state.hello, &h, Some(peer)).map_err(|mismatch| {
+                Attempt::Fatal(Error::Mismatch {
+                    peer,
+                    addr: addr_s.clone(),
+                    mismatch,
+                })
+            })?;
+            Ok(Established {
+                reader,
+                writer,
+                peer: h,
+                remote,
+                quic,
+            })
+        }
+        Some(Body::Error(e)) => Err(Attempt::Fatal(Error::Refused {
+            peer,
+            addr: addr_s,
+            message: e.message,
+        })),
+        _ => Err(Attempt::Fatal(Error::Protocol {
+            rank: peer,
+            reason: "answered the hello with something other than a hello".into(),
+        })),
+    }
+}
+
+/// Resolves `HOST:PORT` to the first address.
+pub(crate) async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
+    tokio::net::lookup_host(addr).await?.next().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{addr} has no address"),
+        )
+    })
+}
+
+/// Accepts a peer on an established connection: reads its Hello, checks it,
+/// answers. On refusal the error has been sent to the peer and the
+/// connection closed; the returned text says why, for the log.
+pub(crate) async fn accept(
+    state: &RankState,
+    conn: Connection,
+) -> std::result::Result<Established, String> {
+    let Connection {
+        reader,
+        mut writer,
+        remote,
+        quic,
+    } = conn;
+    let mut reader = FrameReader::new(
+        reader,
+        Decoder::expecting_preamble(state.config.max_payload),
+    );
+    let refuse = |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg);
+    let first = timeout(HELLO_TIMEOUT, reader.next()).await;
+    let (reply, why) = match first {
+        Err(_) => return Err(format!("no hello within {HELLO_TIMEOUT:?}")),
+        Ok(Err(ReadError::Frame(e))) => {
+            state.stats.frame_error();
+            (e.to_reply(), e.to_string())
+        }
+        Ok(Err(e)) => return Err(e.to_string()),
+        Ok(Ok(frame)) => {
+            state
+                .stats
+                .received(pld_proto::MsgKind::of(&frame.header), frame.payload.len());
+            match frame.header.body {
+                Some(Body::Hello(h)) => match check(&state.hello, &h, None) {
+                    Ok(()) => {
+                        let n = write_frame(&mut writer, &hello_header(&state.hello), &[])
+                            .await
+                            .map_err(|e| format!("send hello: {e}"))?;
+                        state.stats.sent(pld_proto::MsgKind::Hello, n);
+                        return Ok(Established {
+                            reader,
+                            writer,
+                            peer: h,
+                            remote,
+                            quic,
+                        });
+                    }
+                    Err(m) => refuse(ErrorCode::HandshakeRefused, m.to_string()),
+                },
+                _ => refuse(
+                    ErrorCode::UnexpectedMessage,
+                    "the first frame on a connection must be a hello".into(),
+                ),
+            }
+        }
+    };
+    if let Ok(n) = write_frame(&mut writer, &reply, &[]).await {
+        state.stats.sent(pld_proto::MsgKind::Error, n);
+    }
+    let _ = writer.shutdown().await;
+    reader.drain(Duration::from_secs(1)).await;
+    if let Some(q) = quic {
+        q.close(0u32.into(), b"refused");
+    }
+    Err(why)
+}

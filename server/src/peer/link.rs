@@ -1,0 +1,353 @@
+//! The origin side of one (origin, target) connection.
+//!
+//! Callers write their request frames directly (no hand-off to a writer
+//! task: one fewer thread wake per op) under an async mutex; one reader task
+//! matches replies to waiters by id through the pure [`PeerOps`] table.
+//! When the connection breaks, every outstanding op fails at once with an
+//! error naming the peer, and later ops to it fail immediately.
+
+use super::handshake::Established;
+use super::{FrameReader, RankState, write_frame};
+use crate::error::{Error, Result};
+use crate::transport::PeerWriter;
+use bytes::Bytes;
+use pld_proto::track::PeerOps;
+use pld_proto::v1::{Header, header::Body};
+use pld_proto::{ErrorCode, Frame, MsgKind, OpKind};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+/// A successful reply.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Ack,
+    Data(Bytes),
+    Value(i64),
+}
+
+type Waiter = oneshot::Sender<Result<Reply>>;
+
+/// One peer, as seen by the origin.
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub peer: u32,
+    pub addr: String,
+    pub remote: SocketAddr,
+    /// The largest payload the peer accepts in one frame.
+    pub peer_max_payload: usize,
+    writer: tokio::sync::Mutex<PeerWriter>,
+    ops: Mutex<PeerOps<Waiter>>,
+    lost: OnceLock<String>,
+    /// Tasks in `quiet` waiting on this link; completions wake them only
+    /// when there are any.
+    quiet_waiters: AtomicUsize,
+    progress: Notify,
+    quic: Option<quinn::Connection>,
+    state: Arc<RankState>,
+}
+
+impl Link {
+    pub fn new(state: Arc<RankState>, est: Established) -> (Arc<Link>, FrameReader) {
+        let peer = est.peer.rank;
+        let link = Link {
+            peer,
+            addr: state.config.peers[peer as usize].clone(),
+            remote: est.remote,
+            peer_max_payload: (est.peer.max_payload as usize).clamp(4096, u32::MAX as usize),
+            writer: tokio::sync::Mutex::new(est.writer),
+            ops: Mutex::new(PeerOps::new()),
+            lost: OnceLock::new(),
+            quiet_waiters: AtomicUsize::new(0),
+            progress: Notify::new(),
+            quic: est.quic,
+            state,
+        };
+        (Arc::new(link), est.reader)
+    }
+
+    fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
+        // A panic while holding this lock would be a bug in PeerOps; the
+        // table is still consistent (every method leaves it whole), so keep going.
+        self.ops.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lost_error(&self) -> Option<Error> {
+        self.lost.get().map(|reason| Error::PeerLost {
+            rank: self.peer,
+            reason: reason.clone(),
+        })
+    }
+
+    /// Sends one request frame; the returned [`Pending`] resolves with its reply.
+    pub async fn send(self: &Arc<Self>, op: OpKind, body: Body, payload: &[u8]) -> Result<Pending> {
+        if let Some(e) = self.lost_error() {
+            return Err(e);
+        }
+        let (tx, rx) = oneshot::channel();
+        let id = self.ops().issue(op, std::time::Instant::now(), tx);
+        let header = Header {
+            id,
+            body: Some(body),
+        };
+        let mut writer = self.writer.lock().await;
+        let mut guard = CancelGuard {
+            link: self,
+            armed: true,
+        };
+        let written = write_frame(&mut writer, &header, payload).await;
+        guard.armed = false;
+        drop(writer);
+        match written {
+            Ok(n) => {
+                self.state.stats.sent(MsgKind::of(&header), n);
+                self.state.stats.issued(op);
+            }
+            // Fails every outstanding op of this link, this one included:
+            // its `Pending` resolves with the error.
+            Err(e) => self.fail(format!("sending to {} failed: {e}", self.remote)),
+        }
+        Ok(Pending {
+            rx,
+            id,
+            op,
+            link: self.clone(),
+            deadline: Instant::now() + self.state.config.op_timeout,
+        })
+    }
+
+    /// Hands a reply to whoever waits for its op.
+    fn deliver(&self, frame: Frame) {
+        let id = frame.header.id;
+        let Some(op) = self.ops().complete(id) else {
+            tracing::debug!(
+                peer = self.peer,
+                id,
+                "reply to no outstanding op (timed out or stale)"
+            );
+            return;
+        };
+        let reply = match (op.kind, frame.header.body) {
+            (OpKind::Put | OpKind::AtomicAdd | OpKind::Notify, Some(Body::Ack(_))) => {
+                Ok(Reply::Ack)
+            }
+            (OpKind::Get, Some(Body::GetReply(_))) => Ok(Reply::Data(frame.payload)),
+            (OpKind::FetchAdd | OpKind::CompareSwap, Some(Body::Value(v))) => {
+                Ok(Reply::Value(v.previous))
+            }
+            (kind, Some(Body::Error(e))) => Err(Error::Rejected {
+                rank: self.peer,
+                op: kind,
+                id,
+                code: ErrorCode::try_from(e.code).unwrap_or(ErrorCode::Unspecified),
+                message: e.message,
+            }),
+            (kind, other) => Err(Error::Protocol {
+                rank: self.peer,
+                reason: format!(
+                    "answered {kind} #{id} with {}",
+                    other.map_or("an empty frame", |b| {
+                        MsgKind::of(&Header { id, body: Some(b) }).name()
+                    })
+                ),
+            }),
+        };
+        if reply.is_err() {
+            self.state.stats.failed(op.kind);
+        }
+        let _ = op.waiter.send(reply);
+        self.wake_quiet();
+    }
+
+    /// Marks the link lost: every outstanding op fails with `reason`, and so
+    /// does every later op. The first reason wins.
+    pub fn fail(&self, reason: String) {
+        self.lose(reason, true);
+    }
+
+    fn lose(&self, reason: String, loud: bool) {
+        if self.lost.set(reason).is_err() {
+            return;
+        }
+        let reason = self.lost.get().cloned().unwrap_or_default();
+        if loud {
+            tracing::warn!(peer = self.peer, addr = %self.addr, "rank {} is unreachable: {reason}", self.peer);
+        } else {
+            tracing::info!(peer = self.peer, addr = %self.addr, "link to rank {} closed: {reason}", self.peer);
+        }
+        let drained = self.ops().drain();
+        for op in drained {
+            self.state.stats.failed(op.kind);
+            let _ = op.waiter.send(Err(Error::PeerLost {
+                rank: self.peer,
+                reason: reason.clone(),
+            }));
+        }
+        if let Some(q) = &self.quic {
+            q.close(0u32.into(), b"link lost");
+        }
+        self.wake_quiet();
+    }
+
+    /// Closes the link because this rank shuts down: outstanding ops fail,
+    /// and the peer sees the end of the stream.
+    pub async fn close(&self) {
+        self.lose("this rank shut down".into(), false);
+        let _ = self.writer.lock().await.shutdown().await;
+        if let Some(q) = &self.quic {
+            q.close(0u32.into(), b"rank shutting down");
+        }
+    }
+
+    fn wake_quiet(&self) {
+        if self.quiet_waiters.load(Ordering::Acquire) > 0 {
+            self.progress.notify_waiters();
+        }
+    }
+
+    /// A ticket covering every op issued to this peer so far.
+    pub fn ticket(&self) -> u64 {
+        self.ops().next_id()
+    }
+
+    /// Waits until every op below `ticket` has completed, or `deadline`.
+    /// Returns whether they all completed.
+    pub async fn wait_done_before(&self, ticket: u64, deadline: Instant) -> bool {
+        self.quiet_waiters.fetch_add(1, Ordering::AcqRel);
+        let _dec = Decrement(&self.quiet_waiters);
+        loop {
+            let notified = self.progress.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.ops().done_before(ticket) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.ops().done_before(ticket);
+            }
+        }
+    }
+
+    /// What is still outstanding below `ticket`, for a diagnostic:
+    /// `rank 1: 2 ops (put #7 for 3.0s, get #9 for 2.9s)`.
+    pub fn report_before(&self, ticket: u64) -> Option<String> {
+        let pending = self.ops().pending_before(ticket);
+        if pending.is_empty() {
+            return None;
+        }
+        let now = std::time::Instant::now();
+        let mut shown: Vec<String> = pending
+            .iter()
+            .take(4)
+            .map(|(id, kind, at)| format!("{kind} #{id} for {:.1?}", now.duration_since(*at)))
+            .collect();
+        if pending.len() > shown.len() {
+            shown.push(format!("{} more", pending.len() - shown.len()));
+        }
+        let state = match self.lost.get() {
+            Some(r) => format!(", link lost: {r}"),
+            None => String::new(),
+        };
+        Some(format!(
+            "rank {}: {} op{} ({}){state}",
+            self.peer,
+            pending.len(),
+            if pending.len() == 1 { "" } else { "s" },
+            shown.join(", ")
+        ))
+    }
+}
+
+struct Decrement<'a>(&'a AtomicUsize);
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Poisons the link if a caller is cancelled in the middle of writing a
+/// frame: the stream then holds half a frame and cannot carry another.
+struct CancelGuard<'a> {
+    link: &'a Link,
+    armed: bool,
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.link
+                .fail("an op was cancelled while its frame was half written".into());
+        }
+    }
+}
+
+/// Reads replies until the connection ends, then fails the link.
+pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
+    let reason = loop {
+        match reader.next().await {
+            Ok(frame) => {
+                link.state.stats.received(
+                    frame.kind(),
+                    pld_proto::frame::PREFIX_LEN + frame.payload.len(),
+                );
+                link.deliver(frame);
+            }
+            Err(e) => break e.to_string(),
+        }
+    };
+    // A peer that closed its QUIC connection on purpose says why; that is
+    // news, not an alarm.
+    if let Some(quinn::ConnectionError::ApplicationClosed(c)) =
+        link.quic.as_ref().and_then(|q| q.close_reason())
+    {
+        let why = String::from_utf8_lossy(&c.reason).into_owned();
+        return link.lose(
+            format!("rank {} closed the connection: {why}", link.peer),
+            false,
+        );
+    }
+    link.fail(reason);
+}
+
+/// One request in flight.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    rx: oneshot::Receiver<Result<Reply>>,
+    id: u64,
+    op: OpKind,
+    link: Arc<Link>,
+    deadline: Instant,
+}
+
+impl Pending {
+    /// The reply, or the error: rejected, peer lost, or no reply within the
+    /// op timeout (the op is then forgotten and a late reply ignored).
+    pub async fn wait(mut self) -> Result<Reply> {
+        match tokio::time::timeout_at(self.deadline, &mut self.rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(self.link.lost_error().unwrap_or(Error::PeerLost {
+                rank: self.link.peer,
+                reason: "the link closed".into(),
+            })),
+            Err(_) => {
+                if self.link.ops().complete(self.id).is_none() {
+                    // The reply raced the deadline and won.
+                    if let Ok(r) = self.rx.try_recv() {
+                        return r;
+                    }
+                }
+                self.link.state.stats.failed(self.op);
+                self.link.wake_quiet();
+                Err(Error::OpTimeout {
+                    rank: self.link.peer,
+                    op: self.op,
+                    id: self.id,
+                    timeout: self.link.state.config.op_timeout,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The peer plane: what a rank says to other ranks, over either transport.
+//!
+//! - [`handshake`]: dialing with retries, accepting, the identity check;
+//! - [`link`]: the origin side of one (origin, target) connection — issue
+//!   requests, match replies by id, fail everything when the peer is gone;
+//! - [`serve`]: the target side — apply requests to the windows in arrival
+//!   order and answer each.
+
+pub(crate) mod handshake;
+pub(crate) mod link;
+pub(crate) mod serve;
+
+use crate::config::Config;
+use crate::stats::Stats;
+use crate::transport::{PeerReader, PeerWriter};
+use crate::window::Windows;
+use bytes::BytesMut;
+use pld_proto::frame::{self, Decoder, FrameError};
+use pld_proto::v1::{Header, Hello};
+use pld_proto::{Frame, PROTOCOL_VERSION};
+use std::io;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// What both sides of the peer plane need of the local rank.
+#[derive(Debug)]
+pub(crate) struct RankState {
+    pub config: Config,
+    pub windows: Windows,
+    pub stats: Stats,
+    pub hello: Hello,
+}
+
+impl RankState {
+    pub fn new(config: Config, windows: Windows) -> Self {
+        let hello = Hello {
+            protocol_version: PROTOCOL_VERSION,
+            cluster_id: config.cluster_id.clone(),
+            rank: config.rank,
+            nranks: config.nranks(),
+            windows: windows.specs(),
+            max_payload: config.max_payload as u64,
+        };
+        RankState {
+            config,
+            windows,
+            stats: Stats::default(),
+            hello,
+        }
+    }
+}
+
+/// How much free buffer a read asks the socket to fill, at least.
+const READ_CHUNK: usize = 64 * 1024;
+/// Payloads up to this size are copied behind their header so the frame
+/// leaves in one write; larger ones are written from the caller's buffer.
+const COALESCE_MAX: usize = 16 * 1024;
+
+/// Why a peer stream stopped producing frames.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error("connection closed by the peer")]
+    Closed,
+    #[error("connection closed by the peer in the middle of a frame")]
+    Truncated,
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+}
+
+/// Frames from one peer stream.
+#[derive(Debug)]
+pub(crate) struct FrameReader {
+    io: PeerReader,
+    buf: BytesMut,
+    decoder: Decoder,
+}
+
+impl FrameReader {
+    pub fn new(io: PeerReader, decoder: Decoder) -> Self {
+        FrameReader {
+            io,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            decoder,
+        }
+    }
+
+    /// The next frame already in the buffer, without reading.
+    pub fn decode_buffered(&mut self) -> Result<Option<Frame>, FrameError> {
+        self.decoder.decode(&mut self.buf)
+    }
+
+    /// One read from the socket into the buffer.
+    pub async fn fill(&mut self) -> Result<(), ReadError> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        match self.io.read_buf(&mut self.buf).await? {
+            0 if self.buf.is_empty() => Err(ReadError::Closed),
+            0 => Err(ReadError::Truncated),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next frame, reading as needed.
+    pub async fn next(&mut self) -> Result<Frame, ReadError> {
+        loop {
+            if let Some(f) = self.decode_buffered()? {
+                return Ok(f);
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Reads and discards until the peer closes or `limit` passes: lets a
+    /// final error frame reach a peer that is still sending, since closing a
+    /// TCP socket with unread input resets the connection.
+    pub async fn drain(&mut self, limit: std::time::Duration) {
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(limit, async {
+            while matches!(self.io.read(&mut sink).await, Ok(n) if n > 0) {}
+        })
+        .await;
+    }
+}
+
+/// Writes one frame; returns the bytes written.
+pub(crate) async fn write_frame(
+    w: &mut PeerWriter,
+    header: &Header,
+    payload: &[u8],
+) -> io::Result<usize> {
+    let mut head = BytesMut::with_capacity(64 + payload.len().min(COALESCE_MAX));
+    frame::encode_head(header, payload.len(), &mut head);
+    let total = head.len() + payload.len();
+    if payload.len() <= COALESCE_MAX {
+        head.extend_from_slice(payload);
+        w.write_all(&head).await?;
+    } else {
+        w.write_all(&head).await?;
+        w.write_all(payload).await?;
+    }
+    Ok(total)
+}

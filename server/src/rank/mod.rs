@@ -1,0 +1,617 @@
+//! [`Rank`]: one rank of a pld cluster, embedded in a process.
+//!
+//! `pld-daemon` is a `Rank` with a command line; tests, benchmarks and the
+//! simulated device embed the same code. See `docs/semantics.md` for the
+//! completion and ordering rules every op follows.
+
+mod handle;
+
+pub use handle::OpHandle;
+
+use crate::config::{Config, TransportKind};
+use crate::error::{AccessError, Error, Result};
+use crate::peer::handshake;
+use crate::peer::link::{self, Link};
+use crate::peer::{RankState, serve};
+use crate::stats::StatsSnapshot;
+use crate::transport::{Endpoint, QuicSettings};
+use crate::window::{Window, Windows, check_fits};
+use bytes::Bytes;
+use handle::{Check, Finish};
+use pld_proto::v1::{
+    AtomicAddRequest, CompareSwapRequest, FetchAddRequest, GetRequest, NotifyRequest, PutRequest,
+    header::Body,
+};
+use pld_proto::{Dtype, Element, NotifyOp, OpKind};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// A window of this rank's cluster, resolved by name with [`Rank::window`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WindowId(u32);
+
+/// One rank: owns its windows, serves its peers, and issues one-sided ops
+/// to any rank (itself included).
+///
+/// Dropping a `Rank` stops it at once; [`Rank::shutdown`] closes its
+/// connections first so that peers see it leave.
+#[derive(Debug)]
+pub struct Rank {
+    state: Arc<RankState>,
+    /// Indexed by rank; `None` for this rank.
+    links: Vec<Option<Arc<Link>>>,
+    endpoint: Endpoint,
+    local_addr: SocketAddr,
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl Drop for Rank {
+    fn drop(&mut self) {
+        self.endpoint.close();
+        // The JoinSet aborts the accept loop, every served connection and
+        // every reply reader when it drops.
+    }
+}
+
+enum Target<'a> {
+    Local,
+    Remote(&'a Arc<Link>),
+}
+
+impl Rank {
+    /// Starts a rank: allocates its windows, listens, then connects to every
+    /// other rank — retrying until the connect timeout, since ranks start
+    /// in any order — and checks that all agree on the cluster's identity.
+    pub async fn start(config: Config) -> Result<Rank> {
+        config.validate()?;
+        let specs: Vec<(String, u64)> = config
+            .windows
+            .iter()
+            .map(|w| (w.name.clone(), w.size))
+            .collect();
+        let windows = Windows::new(&specs).map_err(Error::Config)?;
+        let state = Arc::new(RankState::new(config, windows));
+        let cfg = &state.config;
+        let listen = handshake::resolve(cfg.listen_addr()).await.map_err(|e| {
+            Error::io(
+                format!("cannot resolve the listen address {}", cfg.listen_addr()),
+                e,
+            )
+        })?;
+        let settings = QuicSettings::for_op_timeout(cfg.op_timeout);
+        let endpoint = Endpoint::bind(cfg.transport, listen, cfg.rank, &settings).await?;
+        let local_addr = endpoint
+            .local_addr()
+            .map_err(|e| Error::io("local address", e))?;
+        let mut tasks = JoinSet::new();
+        tasks.spawn(serve::accept_loop(state.clone(), endpoint.clone()));
+
+        let deadline = Instant::now() + cfg.connect_timeout;
+        let mut dials = JoinSet::new();
+        for peer in (0..cfg.nranks()).filter(|p| *p != cfg.rank) {
+            let (state, endpoint) = (state.clone(), endpoint.clone());
+            dials.spawn(async move { handshake::dial(&state, &endpoint, peer, deadline).await });
+        }
+        let mut links: Vec<Option<Arc<Link>>> = vec![None; cfg.nranks() as usize];
+        while let Some(joined) = dials.join_next().await {
+            let est = match joined {
+                Ok(Ok(est)) => est,
+                Ok(Err(e)) => {
+                    endpoint.close();
+                    return Err(e);
+                }
+                Err(join) => {
+                    endpoint.close();
+                    return Err(Error::Config(format!(
+                        "connecting to a peer failed: {join}"
+                    )));
+                }
+            };
+            let (link, reader) = Link::new(state.clone(), est);
+            tasks.spawn(link::run_reader(link.clone(), reader));
+            let p = link.peer as usize;
+            links[p] = Some(link);
+        }
+        tracing::info!(
+            rank = cfg.rank,
+            nranks = cfg.nranks(),
+            transport = %cfg.transport,
+            addr = %local_addr,
+            "rank ready: connected to every peer"
+        );
+        Ok(Rank {
+            state,
+            links,
+            endpoint,
+            local_addr,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// Closes every connection so that peers see this rank leave, then stops.
+    pub async fn shutdown(self) {
+        for link in self.links.iter().flatten() {
+            link.close().await;
+        }
+        self.endpoint.close();
+        if let Endpoint::Quic(e) = &self.endpoint {
+            let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
+        }
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(tasks);
+    }
+
+    /// This rank's id.
+    pub fn rank(&self) -> u32 {
+        self.state.config.rank
+    }
+
+    /// The number of ranks in the cluster.
+    pub fn nranks(&self) -> u32 {
+        self.state.config.nranks()
+    }
+
+    /// The peer-plane transport.
+    pub fn transport(&self) -> TransportKind {
+        self.state.config.transport
+    }
+
+    /// The address this rank listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The configuration the rank runs with.
+    pub fn config(&self) -> &Config {
+        &self.state.config
+    }
+
+    /// A copy of this rank's counters.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.state.stats.snapshot()
+    }
+
+    /// Resolves a window by name.
+    pub fn window(&self, name: &str) -> Result<WindowId> {
+        self.state
+            .windows
+            .id_of(name)
+            .map(WindowId)
+            .ok_or_else(|| Error::NoSuchWindow {
+                name: name.to_string(),
+                known: self.state.windows.names(),
+            })
+    }
+
+    /// This rank's own copy of a window, for local loads and stores
+    /// (staging data before a barrier, reading what peers put).
+    pub fn local(&self, win: WindowId) -> Result<&Window> {
+        self.win(OpKind::Get, self.rank(), win)
+    }
+
+    fn win(&self, op: OpKind, peer: u32, win: WindowId) -> Result<&Window> {
+        self.state
+            .windows
+            .get(win.0)
+            .map_err(|error| Error::Access {
+                op,
+                rank: peer,
+                error,
+            })
+    }
+
+    fn target(&self, peer: u32) -> Result<Target<'_>> {
+        match self.links.get(peer as usize) {
+            None => Err(Error::NoSuchRank {
+                rank: peer,
+                nranks: self.nranks(),
+            }),
+            Some(None) => Ok(Target::Local),
+            Some(Some(link)) => Ok(Target::Remote(link)),
+        }
+    }
+
+    fn local_op<T>(&self, op: OpKind, peer: u32, r: Result<T, AccessError>) -> Result<OpHandle<T>> {
+        let r = r.map_err(|error| Error::Access {
+            op,
+            rank: peer,
+            error,
+        })?;
+        self.state.stats.local(op);
+        Ok(OpHandle::ready(Ok(r)))
+    }
+
+    fn refused(&self, op: OpKind, peer: u32) -> impl Fn(AccessError) -> Error {
+        move |error| Error::Access {
+            op,
+            rank: peer,
+            error,
+        }
+    }
+
+    /// Writes `data` at byte `offset` of `peer`'s window. Returns when the
+    /// data is in the peer's window.
+    pub async fn put(&self, peer: u32, win: WindowId, offset: u64, data: &[u8]) -> Result<()> {
+        self.put_nb(peer, win, offset, data).await?.wait().await
+    }
+
+    /// Non-blocking put: returns once `data` is handed to the transport (the
+    /// buffer may be reused); the handle resolves when the data is in the
+    /// peer's window. Larger than one frame, it travels as several.
+    pub async fn put_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<OpHandle<()>> {
+        let op = OpKind::Put;
+        let w = self.win(op, peer, win)?;
+        w.check_range(offset, data.len() as u64)
+            .map_err(self.refused(op, peer))?;
+        let link = match self.target(peer)? {
+            Target::Local => return self.local_op(op, peer, w.write(offset, data)),
+            Target::Remote(link) => link,
+        };
+        let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
+        async {
+            let max = link.peer_max_payload;
+            let mut parts = Vec::with_capacity(data.len() / max + 1);
+            let mut at = 0;
+            loop {
+                let chunk = &data[at..data.len().min(at + max)];
+                let body = Body::Put(PutRequest {
+                    window: win.0,
+                    offset: offset + at as u64,
+                });
+                parts.push(link.send(op, body, chunk).await?);
+                at += chunk.len();
+                if at >= data.len() {
+                    break;
+                }
+            }
+            Ok(OpHandle::remote(
+                parts,
+                check(peer, op, None),
+                handle::acked,
+            ))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Reads `len` bytes at byte `offset` of `peer`'s window.
+    pub async fn get(&self, peer: u32, win: WindowId, offset: u64, len: u64) -> Result<Bytes> {
+        self.get_nb(peer, win, offset, len).await?.wait().await
+    }
+
+    /// Non-blocking get; the handle resolves with the bytes.
+    pub async fn get_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        len: u64,
+    ) -> Result<OpHandle<Bytes>> {
+        let op = OpKind::Get;
+        let w = self.win(op, peer, win)?;
+        w.check_range(offset, len).map_err(self.refused(op, peer))?;
+        let link = match self.target(peer)? {
+            Target::Local => return self.local_op(op, peer, w.read(offset, len).map(Bytes::from)),
+            Target::Remote(link) => link,
+        };
+        let span = tracing::debug_span!("get", peer, window = w.name(), offset, len);
+        async {
+            // Replies come to this rank: split by this rank's own frame limit.
+            let max = self.state.config.max_payload as u64;
+            let mut parts = Vec::with_capacity((len / max + 1) as usize);
+            let mut at = 0;
+            loop {
+                let n = (len - at).min(max);
+                let body = Body::Get(GetRequest {
+                    window: win.0,
+                    offset: offset + at,
+                    len: n,
+                });
+                parts.push(link.send(op, body, &[]).await?);
+                at += n;
+                if at >= len {
+                    break;
+                }
+            }
+            Ok(OpHandle::remote(
+                parts,
+                check(peer, op, Some(len)),
+                handle::data,
+            ))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Elementwise `peer_window[offset..] += operands`, atomic per element.
+    /// `operands` holds little-endian elements of `dtype`; `offset` and the
+    /// length must be multiples of the element size.
+    pub async fn atomic_add(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<()> {
+        self.atomic_add_nb(peer, win, offset, dtype, operands)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// [`Rank::atomic_add`] of typed elements.
+    pub async fn atomic_add_elems<T: Element>(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        values: &[T],
+    ) -> Result<()> {
+        let bytes = pld_proto::dtype::to_bytes(values);
+        self.atomic_add(peer, win, offset, T::DTYPE, &bytes).await
+    }
+
+    /// Non-blocking atomic add.
+    pub async fn atomic_add_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<OpHandle<()>> {
+        let op = OpKind::AtomicAdd;
+        let w = self.win(op, peer, win)?;
+        if dtype == Dtype::Unspecified {
+            return Err(self.refused(op, peer)(AccessError::UnknownDtype {
+                value: dtype as i32,
+            }));
+        }
+        w.check_elems(offset, operands.len() as u64, dtype)
+            .map_err(self.refused(op, peer))?;
+        let link = match self.target(peer)? {
+            Target::Local => return self.local_op(op, peer, w.atomic_add(offset, dtype, operands)),
+            Target::Remote(link) => link,
+        };
+        let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
+        async {
+            // Split on element boundaries.
+            let size = dtype.size();
+            let max = (link.peer_max_payload / size * size).max(size);
+            let mut parts = Vec::with_capacity(operands.len() / max + 1);
+            let mut at = 0;
+            loop {
+                let chunk = &operands[at..operands.len().min(at + max)];
+                let body = Body::AtomicAdd(AtomicAddRequest {
+                    window: win.0,
+                    offset: offset + at as u64,
+                    dtype: dtype as i32,
+                });
+                parts.push(link.send(op, body, chunk).await?);
+                at += chunk.len();
+                if at >= operands.len() {
+                    break;
+                }
+            }
+            Ok(OpHandle::remote(
+                parts,
+                check(peer, op, None),
+                handle::acked,
+            ))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Atomically adds `value` to the int32/int64 cell at `offset`; returns
+    /// the previous value.
+    pub async fn fetch_add(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        value: i64,
+    ) -> Result<i64> {
+        self.fetch_add_nb(peer, win, offset, dtype, value)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// Non-blocking fetch_add; the handle resolves with the previous value.
+    pub async fn fetch_add_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        value: i64,
+    ) -> Result<OpHandle<i64>> {
+        let op = OpKind::FetchAdd;
+        let w = self.win(op, peer, win)?;
+        w.check_cell(op, offset, dtype)
+            .and_then(|_| check_fits(op, dtype, value))
+            .map_err(self.refused(op, peer))?;
+        let body = Body::FetchAdd(FetchAddRequest {
+            window: win.0,
+            offset,
+            dtype: dtype as i32,
+            value,
+        });
+        match self.target(peer)? {
+            Target::Local => self.local_op(op, peer, w.fetch_add(offset, dtype, value)),
+            Target::Remote(link) => self.single(link, op, body, handle::value).await,
+        }
+    }
+
+    /// Atomically replaces the int32/int64 cell at `offset` by `desired` if
+    /// it holds `expected`; returns the previous value (equal to `expected`
+    /// exactly when it swapped).
+    pub async fn compare_swap(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> Result<i64> {
+        self.compare_swap_nb(peer, win, offset, dtype, expected, desired)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// Non-blocking compare_swap.
+    pub async fn compare_swap_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> Result<OpHandle<i64>> {
+        let op = OpKind::CompareSwap;
+        let w = self.win(op, peer, win)?;
+        w.check_cell(op, offset, dtype)
+            .and_then(|_| check_fits(op, dtype, expected))
+            .and_then(|_| check_fits(op, dtype, desired))
+            .map_err(self.refused(op, peer))?;
+        let body = Body::CompareSwap(CompareSwapRequest {
+            window: win.0,
+            offset,
+            dtype: dtype as i32,
+            expected,
+            desired,
+        });
+        match self.target(peer)? {
+            Target::Local => {
+                self.local_op(op, peer, w.compare_swap(offset, dtype, expected, desired))
+            }
+            Target::Remote(link) => self.single(link, op, body, handle::value).await,
+        }
+    }
+
+    /// Sets (`NotifyOp::Set`) or atomically adds to (`NotifyOp::AtomicAdd`)
+    /// the int32 signal cell at `offset` of `peer`'s window.
+    pub async fn notify(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        value: i32,
+        op: NotifyOp,
+    ) -> Result<()> {
+        self.notify_nb(peer, win, offset, value, op)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// Non-blocking notify.
+    pub async fn notify_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        value: i32,
+        notify: NotifyOp,
+    ) -> Result<OpHandle<()>> {
+        let op = OpKind::Notify;
+        let w = self.win(op, peer, win)?;
+        w.check_signal(offset).map_err(self.refused(op, peer))?;
+        if notify == NotifyOp::Unspecified {
+            return Err(self.refused(op, peer)(AccessError::InvalidNotifyOp {
+                value: notify as i32,
+            }));
+        }
+        let body = Body::Notify(NotifyRequest {
+            window: win.0,
+            offset,
+            value,
+            op: notify as i32,
+        });
+        match self.target(peer)? {
+            Target::Local => self.local_op(op, peer, w.notify(offset, notify, value)),
+            Target::Remote(link) => self.single(link, op, body, handle::acked).await,
+        }
+    }
+
+    async fn single<T>(
+        &self,
+        link: &Arc<Link>,
+        op: OpKind,
+        body: Body,
+        finish: Finish<T>,
+    ) -> Result<OpHandle<T>> {
+        let span = tracing::debug_span!("op", op = op.name(), peer = link.peer);
+        let pending = link.send(op, body, &[]).instrument(span).await?;
+        Ok(OpHandle::remote(
+            vec![pending],
+            check(link.peer, op, None),
+            finish,
+        ))
+    }
+
+    /// Orders this rank's puts, atomics and notifies to `peer`: those issued
+    /// after the fence are applied after those issued before it.
+    ///
+    /// Every link is one ordered stream and the target applies its requests
+    /// in arrival order, so ops to one peer are already applied in issue
+    /// order; `fence` only checks the rank. See `docs/semantics.md`.
+    pub fn fence(&self, peer: u32) -> Result<()> {
+        self.target(peer).map(|_| ())
+    }
+
+    /// Waits until every op this rank issued before the call has completed
+    /// at its target, for at most the op timeout.
+    pub async fn quiet(&self) -> Result<()> {
+        self.quiet_within(self.state.config.op_timeout).await
+    }
+
+    /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
+    /// the outstanding ops per peer.
+    pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let tickets: Vec<(&Arc<Link>, u64)> = self
+            .links
+            .iter()
+            .flatten()
+            .map(|l| (l, l.ticket()))
+            .collect();
+        let mut late = Vec::new();
+        for (link, ticket) in &tickets {
+            if !link.wait_done_before(*ticket, deadline).await {
+                late.push((*link, *ticket));
+            }
+        }
+        let report: Vec<String> = late
+            .iter()
+            .filter_map(|(l, t)| l.report_before(*t))
+            .collect();
+        if report.is_empty() {
+            return Ok(());
+        }
+        Err(Error::QuietTimeout {
+            timeout,
+            outstanding: report.join("; "),
+        })
+    }
+}
+
+fn check(peer: u32, op: OpKind, len: Option<u64>) -> Check {
+    Check { peer, op, len }
+}

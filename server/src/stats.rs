@@ -1,0 +1,188 @@
+//! Per-op counters of one rank: messages sent and received by kind, bytes,
+//! ops issued / completed / failed, requests served and rejected. Later
+//! issues prove message counts (one put per `remote_store`, P·⌈log₂P⌉
+//! barrier messages) with these.
+
+use pld_proto::{MsgKind, OpKind};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+const MSGS: usize = MsgKind::ALL.len();
+const OPS: usize = OpKind::ALL.len();
+
+fn zeros<const N: usize>() -> [AtomicU64; N] {
+    std::array::from_fn(|_| AtomicU64::new(0))
+}
+
+/// Live counters, updated on the data path with relaxed atomics.
+#[derive(Debug)]
+pub struct Stats {
+    msgs_sent: [AtomicU64; MSGS],
+    msgs_received: [AtomicU64; MSGS],
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+    ops_issued: [AtomicU64; OPS],
+    ops_local: [AtomicU64; OPS],
+    ops_failed: [AtomicU64; OPS],
+    requests_served: [AtomicU64; OPS],
+    requests_rejected: [AtomicU64; OPS],
+    frame_errors: AtomicU64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            msgs_sent: zeros(),
+            msgs_received: zeros(),
+            bytes_sent: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            ops_issued: zeros(),
+            ops_local: zeros(),
+            ops_failed: zeros(),
+            requests_served: zeros(),
+            requests_rejected: zeros(),
+            frame_errors: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Stats {
+    pub(crate) fn sent(&self, kind: MsgKind, bytes: usize) {
+        self.msgs_sent[kind as usize].fetch_add(1, Relaxed);
+        self.bytes_sent.fetch_add(bytes as u64, Relaxed);
+    }
+    /// Counts a message whose bytes are counted when its batch is written.
+    pub(crate) fn msg_sent(&self, kind: MsgKind) {
+        self.msgs_sent[kind as usize].fetch_add(1, Relaxed);
+    }
+    pub(crate) fn bytes_out(&self, bytes: usize) {
+        self.bytes_sent.fetch_add(bytes as u64, Relaxed);
+    }
+    pub(crate) fn received(&self, kind: MsgKind, bytes: usize) {
+        self.msgs_received[kind as usize].fetch_add(1, Relaxed);
+        self.bytes_received.fetch_add(bytes as u64, Relaxed);
+    }
+    pub(crate) fn issued(&self, op: OpKind) {
+        self.ops_issued[op as usize].fetch_add(1, Relaxed);
+    }
+    pub(crate) fn local(&self, op: OpKind) {
+        self.ops_local[op as usize].fetch_add(1, Relaxed);
+    }
+    pub(crate) fn failed(&self, op: OpKind) {
+        self.ops_failed[op as usize].fetch_add(1, Relaxed);
+    }
+    pub(crate) fn served(&self, op: OpKind, ok: bool) {
+        let c = if ok {
+            &self.requests_served
+        } else {
+            &self.requests_rejected
+        };
+        c[op as usize].fetch_add(1, Relaxed);
+    }
+    pub(crate) fn frame_error(&self) {
+        self.frame_errors.fetch_add(1, Relaxed);
+    }
+
+    /// A consistent-enough copy of every counter.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let load = |a: &[AtomicU64]| a.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>();
+        StatsSnapshot {
+            msgs_sent: load(&self.msgs_sent),
+            msgs_received: load(&self.msgs_received),
+            bytes_sent: self.bytes_sent.load(Relaxed),
+            bytes_received: self.bytes_received.load(Relaxed),
+            ops_issued: load(&self.ops_issued),
+            ops_local: load(&self.ops_local),
+            ops_failed: load(&self.ops_failed),
+            requests_served: load(&self.requests_served),
+            requests_rejected: load(&self.requests_rejected),
+            frame_errors: self.frame_errors.load(Relaxed),
+        }
+    }
+}
+
+/// A copy of a rank's counters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatsSnapshot {
+    msgs_sent: Vec<u64>,
+    msgs_received: Vec<u64>,
+    /// Peer-plane bytes sent (headers and payloads).
+    pub bytes_sent: u64,
+    /// Peer-plane bytes received (headers and payloads).
+    pub bytes_received: u64,
+    ops_issued: Vec<u64>,
+    ops_local: Vec<u64>,
+    ops_failed: Vec<u64>,
+    requests_served: Vec<u64>,
+    requests_rejected: Vec<u64>,
+    /// Connections closed because their bytes were not pld frames.
+    pub frame_errors: u64,
+}
+
+fn at(v: &[u64], i: usize) -> u64 {
+    v.get(i).copied().unwrap_or(0)
+}
+
+impl StatsSnapshot {
+    /// Messages of `kind` this rank sent.
+    pub fn msgs_sent(&self, kind: MsgKind) -> u64 {
+        at(&self.msgs_sent, kind as usize)
+    }
+    /// Messages of `kind` this rank received.
+    pub fn msgs_received(&self, kind: MsgKind) -> u64 {
+        at(&self.msgs_received, kind as usize)
+    }
+    /// Ops of `kind` this rank issued to other ranks.
+    pub fn ops_issued(&self, kind: OpKind) -> u64 {
+        at(&self.ops_issued, kind as usize)
+    }
+    /// Ops of `kind` this rank applied to its own windows without the network.
+    pub fn ops_local(&self, kind: OpKind) -> u64 {
+        at(&self.ops_local, kind as usize)
+    }
+    /// Ops of `kind` this rank issued that failed (any error).
+    pub fn ops_failed(&self, kind: OpKind) -> u64 {
+        at(&self.ops_failed, kind as usize)
+    }
+    /// Requests of `kind` from peers that this rank applied.
+    pub fn requests_served(&self, kind: OpKind) -> u64 {
+        at(&self.requests_served, kind as usize)
+    }
+    /// Requests of `kind` from peers that this rank refused.
+    pub fn requests_rejected(&self, kind: OpKind) -> u64 {
+        at(&self.requests_rejected, kind as usize)
+    }
+
+    /// Every non-zero counter as `(name, value)`, for logs and metrics.
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for k in MsgKind::ALL {
+            out.push((
+                format!("msgs_sent{{kind=\"{}\"}}", k.name()),
+                self.msgs_sent(k),
+            ));
+            out.push((
+                format!("msgs_received{{kind=\"{}\"}}", k.name()),
+                self.msgs_received(k),
+            ));
+        }
+        for k in OpKind::ALL {
+            let n = k.name();
+            out.push((format!("ops_issued{{op=\"{n}\"}}"), self.ops_issued(k)));
+            out.push((format!("ops_local{{op=\"{n}\"}}"), self.ops_local(k)));
+            out.push((format!("ops_failed{{op=\"{n}\"}}"), self.ops_failed(k)));
+            out.push((
+                format!("requests_served{{op=\"{n}\"}}"),
+                self.requests_served(k),
+            ));
+            out.push((
+                format!("requests_rejected{{op=\"{n}\"}}"),
+                self.requests_rejected(k),
+            ));
+        }
+        out.push(("bytes_sent".into(), self.bytes_sent));
+        out.push(("bytes_received".into(), self.bytes_received));
+        out.push(("frame_errors".into(), self.frame_errors));
+        out.retain(|(_, v)| *v != 0);
+        out
+    }
+}

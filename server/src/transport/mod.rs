@@ -1,0 +1,218 @@
+//! The two peer-plane transports behind one interface.
+//!
+//! A [`Connection`] is one ordered, reliable byte stream each way: a TCP
+//! connection, or one long-lived bidirectional QUIC stream (measured faster
+//! for small ops than a stream per op; see `docs/PERFORMANCE.md`). Everything
+//! above this module — framing, handshake, request ids — is shared.
+
+mod quic;
+mod tcp;
+
+pub use quic::QuicSettings;
+
+use crate::config::TransportKind;
+use crate::error::{Error, Result};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A loopback port that is free for both TCP and UDP right now, for running
+/// a cluster on one machine (demos, tests, benchmarks). Ports come from
+/// 20000..32000, below Linux's ephemeral range, so no outgoing connection
+/// takes the port before the rank binds it; each process walks its own
+/// permutation of the range, so concurrent test processes rarely meet.
+pub fn free_loopback_port() -> io::Result<u16> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const BASE: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // 7919 is prime and does not divide SPAN: the walk visits every port.
+        let port = (BASE + seed.wrapping_add(n.wrapping_mul(7919)) % SPAN) as u16;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        "no free loopback port in 20000..32000",
+    ))
+}
+
+/// The receiving half of a peer connection.
+#[derive(Debug)]
+pub enum PeerReader {
+    Tcp(tokio::net::tcp::OwnedReadHalf),
+    Quic(quinn::RecvStream),
+}
+
+/// The sending half of a peer connection.
+#[derive(Debug)]
+pub enum PeerWriter {
+    Tcp(tokio::net::tcp::OwnedWriteHalf),
+    Quic(quinn::SendStream),
+}
+
+impl AsyncRead for PeerReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerReader::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+            PeerReader::Quic(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for PeerWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            PeerWriter::Tcp(w) => Pin::new(w).poll_write(cx, buf),
+            PeerWriter::Quic(w) => Pin::new(w).poll_write(cx, buf).map_err(io::Error::from),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerWriter::Tcp(w) => Pin::new(w).poll_flush(cx),
+            PeerWriter::Quic(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerWriter::Tcp(w) => Pin::new(w).poll_shutdown(cx),
+            PeerWriter::Quic(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
+
+/// One established peer connection.
+#[derive(Debug)]
+pub struct Connection {
+    pub reader: PeerReader,
+    pub writer: PeerWriter,
+    pub remote: SocketAddr,
+    /// Keeps the QUIC connection open and lets its owner close it.
+    pub quic: Option<quinn::Connection>,
+}
+
+impl Connection {
+    /// Closes the connection at once (QUIC sends CONNECTION_CLOSE; TCP is
+    /// closed when the halves drop).
+    pub fn close(&self, reason: &str) {
+        if let Some(c) = &self.quic {
+            c.close(0u32.into(), reason.as_bytes());
+        }
+    }
+}
+
+/// A bound peer-plane endpoint: accepts peers and dials them.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    Tcp(std::sync::Arc<tokio::net::TcpListener>),
+    Quic(quinn::Endpoint),
+}
+
+/// A connection that has arrived but is not yet established (the QUIC
+/// handshake still runs); completing it off the accept loop keeps a slow
+/// peer from holding up the others.
+#[derive(Debug)]
+pub enum Incoming {
+    Tcp(tokio::net::TcpStream, SocketAddr),
+    Quic(Box<quinn::Incoming>),
+}
+
+impl Endpoint {
+    /// Binds `addr` for `rank`.
+    pub async fn bind(
+        kind: TransportKind,
+        addr: SocketAddr,
+        rank: u32,
+        settings: &QuicSettings,
+    ) -> Result<Endpoint> {
+        match kind {
+            TransportKind::Tcp => tcp::bind(addr).await.map(|l| Endpoint::Tcp(l.into())),
+            TransportKind::Quic => quic::bind(addr, rank, settings).map(Endpoint::Quic),
+        }
+        .map_err(|e| match e {
+            Error::Io { error, .. } => Error::io(format!("cannot listen on {addr}"), error),
+            other => other,
+        })
+    }
+
+    /// A QUIC endpoint that only dials (for tools and tests).
+    pub fn quic_client(settings: &QuicSettings) -> Result<Endpoint> {
+        quic::client_only(settings).map(Endpoint::Quic)
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Endpoint::Tcp(l) => l.local_addr(),
+            Endpoint::Quic(e) => e.local_addr(),
+        }
+    }
+
+    /// The next arriving connection; `None` once the endpoint is closed.
+    pub async fn accept(&self) -> Option<Incoming> {
+        match self {
+            Endpoint::Tcp(l) => loop {
+                match l.accept().await {
+                    Ok((s, a)) => return Some(Incoming::Tcp(s, a)),
+                    // Transient (EMFILE, ECONNABORTED, ...): log and keep accepting.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                }
+            },
+            Endpoint::Quic(e) => e.accept().await.map(|i| Incoming::Quic(Box::new(i))),
+        }
+    }
+
+    /// Dials the rank `peer` at `addr` and opens the request stream.
+    pub async fn dial(&self, addr: SocketAddr, peer: u32) -> io::Result<Connection> {
+        match self {
+            Endpoint::Tcp(_) => tcp::dial(addr).await,
+            Endpoint::Quic(e) => quic::dial(e, addr, peer).await,
+        }
+    }
+
+    /// Closes the endpoint: QUIC tells every peer at once.
+    pub fn close(&self) {
+        if let Endpoint::Quic(e) = self {
+            e.close(0u32.into(), b"rank shutting down");
+        }
+    }
+}
+
+impl Incoming {
+    /// Where the connection comes from.
+    pub fn remote(&self) -> SocketAddr {
+        match self {
+            Incoming::Tcp(_, a) => *a,
+            Incoming::Quic(i) => i.remote_address(),
+        }
+    }
+
+    /// Completes the connection and accepts the peer's request stream.
+    pub async fn establish(self) -> io::Result<Connection> {
+        match self {
+            Incoming::Tcp(s, a) => tcp::established(s, a),
+            Incoming::Quic(i) => quic::establish(*i).await,
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! QUIC (quinn): one endpoint per rank that both accepts and dials; one
+//! connection per (origin, target) pair carrying one long-lived request stream.
+
+use super::{Connection, PeerReader, PeerWriter};
+use crate::error::{Error, Result};
+use crate::tls;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn::{IdleTimeout, TransportConfig, VarInt};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// QUIC timing, derived from the rank's op timeout.
+#[derive(Debug, Clone)]
+pub struct QuicSettings {
+    /// A connection with no packets for this long is dead (quinn's default
+    /// is 30 s with no keep-alive; pld sets both deliberately).
+    pub idle_timeout: Duration,
+    /// Keep-alive interval; well below the idle timeout.
+    pub keep_alive: Duration,
+}
+
+impl QuicSettings {
+    /// Idle timeout = the op timeout (at least 2 s), keep-alive every 500 ms.
+    pub fn for_op_timeout(op_timeout: Duration) -> Self {
+        QuicSettings {
+            idle_timeout: op_timeout.max(Duration::from_secs(2)),
+            keep_alive: Duration::from_millis(500),
+        }
+    }
+}
+
+impl Default for QuicSettings {
+    fn default() -> Self {
+        Self::for_op_timeout(Duration::from_secs(10))
+    }
+}
+
+fn transport_config(s: &QuicSettings) -> Result<Arc<TransportConfig>> {
+    let mut t = TransportConfig::default();
+    // One request stream per connection today; headroom for the barrier's
+    // streams and for stream-per-op comparisons, instead of quinn's 100/100
+    // default that makes open_bi wait silently.
+    t.max_concurrent_bidi_streams(VarInt::from_u32(256));
+    t.max_concurrent_uni_streams(VarInt::from_u32(256));
+    // quinn's 1.25 MB stream window would stall a 4 MiB frame mid-flight:
+    // allow several whole frames per stream and more per connection.
+    t.stream_receive_window(VarInt::from_u32(16 << 20));
+    t.receive_window(VarInt::from_u32(64 << 20));
+    t.send_window(64 << 20);
+    t.keep_alive_interval(Some(s.keep_alive));
+    t.max_idle_timeout(Some(
+        IdleTimeout::try_from(s.idle_timeout).map_err(|e| Error::Config(e.to_string()))?,
+    ));
+    // Ranks sit on one LAN or host: start loss recovery from a LAN RTT
+    // rather than quinn's internet default of 333 ms.
+    t.initial_rtt(Duration::from_millis(10));
+    Ok(Arc::new(t))
+}
+
+fn client_config(s: &QuicSettings) -> Result<quinn::ClientConfig> {
+    let crypto =
+        QuicClientConfig::try_from(tls::client_config()?).map_err(|e| Error::Tls(e.to_string()))?;
+    let mut c = quinn::ClientConfig::new(Arc::new(crypto));
+    c.transport_config(transport_config(s)?);
+    Ok(c)
+}
+
+pub(super) fn bind(addr: SocketAddr, rank: u32, s: &QuicSettings) -> Result<quinn::Endpoint> {
+    let crypto = QuicServerConfig::try_from(tls::server_config(rank)?)
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(transport_config(s)?);
+    let mut endpoint = quinn::Endpoint::server(server, addr)
+        .map_err(|e| Error::io(format!("quic bind {addr}"), e))?;
+    endpoint.set_default_client_config(client_config(s)?);
+    Ok(endpoint)
+}
+
+pub(super) fn client_only(s: &QuicSettings) -> Result<quinn::Endpoint> {
+    let any: SocketAddr = ([0, 0, 0, 0], 0).into();
+    let mut endpoint =
+        quinn::Endpoint::client(any).map_err(|e| Error::io("quic client endpoint", e))?;
+    endpoint.set_default_client_config(client_config(s)?);
+    Ok(endpoint)
+}
+
+pub(super) async fn dial(
+    e: &quinn::Endpoint,
+    addr: SocketAddr,
+    peer: u32,
+) -> io::Result<Connection> {
+    let conn = e
+        .connect(addr, &tls::server_name(peer))
+        .map_err(|err| io::Error::other(err.to_string()))?
+        .await?;
+    let (send, recv) = conn.open_bi().await?;
+    Ok(Connection {
+        reader: PeerReader::Quic(recv),
+        writer: PeerWriter::Quic(send),
+        remote: addr,
+        quic: Some(conn),
+    })
+}
+
+pub(super) async fn establish(incoming: quinn::Incoming) -> io::Result<Connection> {
+    let remote = incoming.remote_address();
+    let conn = incoming.await?;
+    let (send, recv) = conn.accept_bi().await?;
+    Ok(Connection {
+        reader: PeerReader::Quic(recv),
+        writer: PeerWriter::Quic(send),
+        remote,
+        quic: Some(conn),
+    })
+}

@@ -1,0 +1,309 @@
+//! Window memory: owned by the rank, zero-initialised, bounds-checked.
+//!
+//! # Concurrency model
+//!
+//! A window is memory that many peers reach at once, as in MPI RMA and
+//! OpenSHMEM. There is no lock: concurrent puts to disjoint ranges proceed in
+//! parallel, and atomics are single hardware atomic instructions (or CAS loops
+//! for floating point) on naturally aligned cells, so any number of ranks can
+//! add to the same cells without losing an update.
+//!
+//! Plain reads and writes copy bytes through raw pointers; no Rust reference
+//! to window memory ever outlives one copy. A program that lets a put race a
+//! get or a put of the same bytes without ordering them (barrier, signal,
+//! quiet) reads undefined *values* — exactly as MPI and OpenSHMEM define
+//! it — but every access stays inside the window, which the checks below
+//! guarantee before any byte moves.
+
+mod atomic;
+
+use crate::error::AccessError;
+use pld_proto::v1::WindowSpec;
+use pld_proto::{Dtype, NotifyOp, OpKind};
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ops::Range;
+use std::ptr::NonNull;
+
+/// Alignment of every window's base address: a page, so that every element
+/// offset that is a multiple of its size is naturally aligned.
+const WINDOW_ALIGN: usize = 4096;
+
+/// One named window.
+pub struct Window {
+    name: String,
+    ptr: NonNull<u8>,
+    size: usize,
+    layout: Layout,
+}
+
+// SAFETY: the window is a raw allocation owned by this struct; all access goes
+// through bounds-checked copies and atomics (see the module docs).
+unsafe impl Send for Window {}
+// SAFETY: as above; shared access is the point of a window.
+unsafe impl Sync for Window {}
+
+impl std::fmt::Debug for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Window")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `Window::new` with exactly this layout.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+impl Window {
+    /// Allocates a zeroed window. Fails (rather than aborting) when the
+    /// memory is not available.
+    pub fn new(name: &str, size: u64) -> Result<Window, String> {
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| format!("window '{name}' size {size} is not allocatable"))?;
+        let layout = Layout::from_size_align(size, WINDOW_ALIGN)
+            .map_err(|e| format!("window '{name}' size {size}: {e}"))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr)
+            .ok_or_else(|| format!("window '{name}': could not allocate {size} bytes"))?;
+        Ok(Window {
+            name: name.to_string(),
+            ptr,
+            size,
+            layout,
+        })
+    }
+
+    /// The window's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size as u64
+    }
+
+    /// Checks that `len` bytes at `offset` lie inside the window.
+    pub fn check_range(&self, offset: u64, len: u64) -> Result<Range<usize>, AccessError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size as u64 => Ok(offset as usize..end as usize),
+            _ => Err(AccessError::OutOfBounds {
+                window: self.name.clone(),
+                offset,
+                len,
+                size: self.size as u64,
+            }),
+        }
+    }
+
+    /// Checks alignment to `dtype`'s element size, then bounds.
+    pub fn check_elems(
+        &self,
+        offset: u64,
+        len: u64,
+        dtype: Dtype,
+    ) -> Result<Range<usize>, AccessError> {
+        let size = dtype.size();
+        if offset % size as u64 != 0 {
+            return Err(AccessError::MisalignedOffset {
+                window: self.name.clone(),
+                offset,
+                dtype,
+                size,
+            });
+        }
+        if len % size as u64 != 0 {
+            return Err(AccessError::MisalignedLength { len, dtype, size });
+        }
+        self.check_range(offset, len)
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), AccessError> {
+        let r = self.check_range(offset, data.len() as u64)?;
+        // SAFETY: `r` lies inside the allocation (checked above) and `data`
+        // cannot overlap window memory handed out as a Rust slice (none is).
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(r.start), r.len())
+        };
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at `offset` into `out`.
+    pub fn read_into(&self, offset: u64, out: &mut [u8]) -> Result<(), AccessError> {
+        let r = self.check_range(offset, out.len() as u64)?;
+        // SAFETY: as in `write`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(r.start), out.as_mut_ptr(), r.len())
+        };
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `offset` into a new buffer.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, AccessError> {
+        self.check_range(offset, len)?;
+        let mut out = vec![0u8; len as usize];
+        self.read_into(offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Elementwise `window[offset..] += operands`, atomic per element.
+    /// `operands` holds little-endian elements of `dtype`.
+    pub fn atomic_add(
+        &self,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<(), AccessError> {
+        let r = self.check_elems(offset, operands.len() as u64, dtype)?;
+        // SAFETY: the range is inside the window and aligned to the element
+        // size (window base is page aligned, offset a multiple of the size).
+        unsafe { atomic::add(self.ptr.as_ptr().add(r.start), dtype, operands) };
+        Ok(())
+    }
+
+    /// Checks a single-cell atomic (fetch_add, compare_swap) on an int32/int64 cell.
+    pub fn check_cell(&self, op: OpKind, offset: u64, dtype: Dtype) -> Result<usize, AccessError> {
+        if !matches!(dtype, Dtype::Int32 | Dtype::Int64) {
+            return Err(AccessError::UnsupportedDtype {
+                op,
+                dtype,
+                supported: "int32 or int64",
+            });
+        }
+        Ok(self.check_elems(offset, dtype.size() as u64, dtype)?.start)
+    }
+
+    /// Atomically adds `value` to an int32/int64 cell (wrapping); returns the
+    /// previous value. For an int32 cell the value must fit in int32.
+    pub fn fetch_add(&self, offset: u64, dtype: Dtype, value: i64) -> Result<i64, AccessError> {
+        let at = self.check_cell(OpKind::FetchAdd, offset, dtype)?;
+        check_fits(OpKind::FetchAdd, dtype, value)?;
+        // SAFETY: checked in bounds and aligned for `dtype`.
+        Ok(unsafe { atomic::fetch_add(self.ptr.as_ptr().add(at), dtype, value) })
+    }
+
+    /// Atomically replaces an int32/int64 cell holding `expected` by
+    /// `desired`; returns the previous value.
+    pub fn compare_swap(
+        &self,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> Result<i64, AccessError> {
+        let at = self.check_cell(OpKind::CompareSwap, offset, dtype)?;
+        check_fits(OpKind::CompareSwap, dtype, expected)?;
+        check_fits(OpKind::CompareSwap, dtype, desired)?;
+        // SAFETY: checked in bounds and aligned for `dtype`.
+        Ok(unsafe { atomic::compare_swap(self.ptr.as_ptr().add(at), dtype, expected, desired) })
+    }
+
+    /// Checks a notify on an int32 signal cell.
+    pub fn check_signal(&self, offset: u64) -> Result<usize, AccessError> {
+        Ok(self.check_elems(offset, 4, Dtype::Int32)?.start)
+    }
+
+    /// Sets or atomically adds to an int32 signal cell.
+    pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<(), AccessError> {
+        let at = self.check_signal(offset)?;
+        // SAFETY: checked in bounds and 4-byte aligned.
+        let cell = unsafe { atomic::signal_cell(self.ptr.as_ptr().add(at)) };
+        match op {
+            NotifyOp::Set => cell.store(value, std::sync::atomic::Ordering::Release),
+            NotifyOp::AtomicAdd => {
+                cell.fetch_add(value, std::sync::atomic::Ordering::AcqRel);
+            }
+            NotifyOp::Unspecified => return Err(AccessError::InvalidNotifyOp { value: op as i32 }),
+        }
+        Ok(())
+    }
+
+    /// Atomically reads an int32 signal cell.
+    pub fn load_signal(&self, offset: u64) -> Result<i32, AccessError> {
+        let at = self.check_signal(offset)?;
+        // SAFETY: checked in bounds and 4-byte aligned.
+        let cell = unsafe { atomic::signal_cell(self.ptr.as_ptr().add(at)) };
+        Ok(cell.load(std::sync::atomic::Ordering::Acquire))
+    }
+}
+
+/// An operand of a single-cell atomic must fit the cell's dtype.
+pub fn check_fits(op: OpKind, dtype: Dtype, value: i64) -> Result<(), AccessError> {
+    if dtype == Dtype::Int32 && i32::try_from(value).is_err() {
+        return Err(AccessError::ValueOutOfRange { op, dtype, value });
+    }
+    Ok(())
+}
+
+/// A rank's windows, sorted by name; a window's id is its index.
+#[derive(Debug)]
+pub struct Windows {
+    list: Vec<Window>,
+}
+
+impl Windows {
+    /// Allocates the windows (sorted by name).
+    pub fn new(specs: &[(String, u64)]) -> Result<Windows, String> {
+        let mut specs = specs.to_vec();
+        specs.sort();
+        let list = specs
+            .iter()
+            .map(|(n, s)| Window::new(n, *s))
+            .collect::<Result<_, _>>()?;
+        Ok(Windows { list })
+    }
+
+    /// The window with id `id`.
+    pub fn get(&self, id: u32) -> Result<&Window, AccessError> {
+        self.list
+            .get(id as usize)
+            .ok_or(AccessError::UnknownWindow {
+                id,
+                count: self.list.len(),
+            })
+    }
+
+    /// The id of the window called `name`.
+    pub fn id_of(&self, name: &str) -> Option<u32> {
+        self.list
+            .binary_search_by(|w| w.name.as_str().cmp(name))
+            .ok()
+            .map(|i| i as u32)
+    }
+
+    /// The windows, by id.
+    pub fn iter(&self) -> impl Iterator<Item = &Window> {
+        self.list.iter()
+    }
+
+    /// The names, comma-separated, for messages.
+    pub fn names(&self) -> String {
+        self.list
+            .iter()
+            .map(|w| format!("'{}'", w.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The specs as they go into a handshake.
+    pub fn specs(&self) -> Vec<WindowSpec> {
+        self.list
+            .iter()
+            .map(|w| WindowSpec {
+                name: w.name.clone(),
+                size: w.size(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
