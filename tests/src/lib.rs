@@ -1,1 +1,310 @@
+//! Helpers for pld's multi-process integration tests: spawn real
+//! `pld-daemon` processes on free loopback ports, form clusters that mix
+//! embedded [`Rank`]s with daemons, and talk raw frames to a daemon.
 
+pub mod raw;
+
+use pld_server::transport::free_loopback_port;
+use pld_server::{Config, Rank, TransportKind, WindowId};
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Windows every test cluster has: `data` big enough for 8 MiB transfers,
+/// and `signal`.
+pub const WINDOWS: [&str; 2] = ["data=16MiB", "signal=64KiB"];
+
+/// The `pld-daemon` binary built by this workspace.
+///
+/// `cargo test --workspace` builds it (pld-server has integration tests,
+/// which makes cargo build its binaries). `PLD_DAEMON` overrides the path.
+pub fn daemon_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("PLD_DAEMON") {
+        return PathBuf::from(p);
+    }
+    // target/<profile>/deps/<test-exe> -> target/<profile>/pld-daemon
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir layout");
+    let bin = dir.join("pld-daemon");
+    assert!(
+        bin.exists(),
+        "{} does not exist: run the tests with `cargo test --workspace` (or build it: cargo build -p pld-server)",
+        bin.display()
+    );
+    bin
+}
+
+/// Free loopback `HOST:PORT` entries for a cluster of `n` ranks.
+pub fn loopback_peers(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| format!("127.0.0.1:{}", free_loopback_port().expect("free port")))
+        .collect()
+}
+
+/// A `pld-daemon` child process; killed when dropped.
+#[derive(Debug)]
+pub struct Daemon {
+    pub rank: u32,
+    child: Child,
+    stdout: std::sync::Mutex<mpsc::Receiver<String>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Daemon {
+    /// Spawns `pld-daemon --rank RANK --peers PEERS ...extra`.
+    pub fn spawn(rank: u32, peers: &[String], transport: TransportKind, extra: &[&str]) -> Daemon {
+        let mut cmd = Command::new(daemon_bin());
+        cmd.args(["--rank", &rank.to_string(), "--peers", &peers.join(",")])
+            .args(["--transport", &transport.to_string()]);
+        if !extra.contains(&"--window") {
+            for w in WINDOWS {
+                cmd.args(["--window", w]);
+            }
+        }
+        cmd.args(extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn pld-daemon");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            // Show the daemon's log in the test's output.
+            eprint!("{s}");
+            s
+        });
+        Daemon {
+            rank,
+            child,
+            stdout: std::sync::Mutex::new(rx),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Waits for the daemon's ready line (it prints it once every peer is
+    /// connected). Panics with the daemon's stderr if it exits or times out.
+    pub fn wait_ready(&mut self, within: Duration) {
+        let line = self
+            .stdout
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .recv_timeout(within);
+        match line {
+            Ok(line) if line.contains("ready") => {}
+            Ok(line) => panic!("rank {}: unexpected first line {line:?}", self.rank),
+            Err(_) => {
+                let status = self.child.try_wait().ok().flatten();
+                panic!(
+                    "rank {} not ready within {within:?} (exit status {status:?})",
+                    self.rank
+                );
+            }
+        }
+    }
+
+    /// Waits for the daemon to exit on its own; returns success and stderr.
+    pub fn wait_exit(mut self, within: Duration) -> (bool, String) {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let stderr = self.stderr.take().and_then(|t| t.join().ok());
+                return (status.success(), stderr.unwrap_or_default());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rank {} still running after {within:?}",
+                self.rank
+            );
+            // Polling a child process's exit status: there is no portable
+            // blocking wait with a deadline in std.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    /// SIGKILL: the rank dies without a word to its peers.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Configuration of an embedded rank of a test cluster.
+pub fn rank_config(rank: u32, peers: &[String], transport: TransportKind) -> Config {
+    let mut c = Config::new(rank, peers.to_vec());
+    c.transport = transport;
+    c.windows = WINDOWS.iter().map(|w| w.parse().expect("window")).collect();
+    c.connect_timeout = Duration::from_secs(30);
+    c.op_timeout = Duration::from_secs(10);
+    c
+}
+
+/// A cluster of embedded ranks (driven by the test) and daemons.
+#[derive(Debug)]
+pub struct Cluster {
+    pub peers: Vec<String>,
+    /// Embedded ranks, by rank id (`None` where a daemon runs).
+    pub ranks: Vec<Option<Rank>>,
+    pub daemons: Vec<Daemon>,
+    pub transport: TransportKind,
+}
+
+impl Cluster {
+    /// `n` ranks; those in `daemons` are `pld-daemon` processes, the rest
+    /// are embedded in this process. Returns once everyone is connected.
+    pub async fn start(transport: TransportKind, n: u32, daemons: &[u32]) -> Cluster {
+        Self::start_with(transport, n, daemons, |_| {}).await
+    }
+
+    /// As [`Cluster::start`], with a hook to adjust embedded ranks' configs.
+    pub async fn start_with(
+        transport: TransportKind,
+        n: u32,
+        daemons: &[u32],
+        tweak: impl Fn(&mut Config),
+    ) -> Cluster {
+        let peers = loopback_peers(n as usize);
+        let mut procs: Vec<Daemon> = daemons
+            .iter()
+            .map(|r| Daemon::spawn(*r, &peers, transport, &[]))
+            .collect();
+        let mut set = tokio::task::JoinSet::new();
+        for r in (0..n).filter(|r| !daemons.contains(r)) {
+            let mut c = rank_config(r, &peers, transport);
+            tweak(&mut c);
+            set.spawn(async move { (r, Rank::start(c).await) });
+        }
+        let mut ranks: Vec<Option<Rank>> = (0..n).map(|_| None).collect();
+        while let Some(j) = set.join_next().await {
+            let (r, rank) = j.expect("join");
+            ranks[r as usize] =
+                Some(rank.unwrap_or_else(|e| panic!("rank {r} failed to start: {e}")));
+        }
+        for d in &mut procs {
+            d.wait_ready(Duration::from_secs(30));
+        }
+        Cluster {
+            peers,
+            ranks,
+            daemons: procs,
+            transport,
+        }
+    }
+
+    /// The embedded rank `r`.
+    pub fn rank(&self, r: u32) -> &Rank {
+        self.ranks[r as usize]
+            .as_ref()
+            .unwrap_or_else(|| panic!("rank {r} is a daemon"))
+    }
+
+    /// Every embedded rank.
+    pub fn embedded(&self) -> impl Iterator<Item = &Rank> {
+        self.ranks.iter().flatten()
+    }
+
+    /// The daemon running rank `r`.
+    pub fn daemon(&mut self, r: u32) -> &mut Daemon {
+        self.daemons
+            .iter_mut()
+            .find(|d| d.rank == r)
+            .unwrap_or_else(|| panic!("rank {r} is not a daemon"))
+    }
+
+    /// Window `name` (the same id on every rank).
+    pub fn window(&self, name: &str) -> WindowId {
+        self.embedded()
+            .next()
+            .expect("an embedded rank")
+            .window(name)
+            .expect("window")
+    }
+
+    /// Number of ranks.
+    pub fn n(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Runs a test body on a multi-threaded runtime with an overall deadline,
+/// so that a hang fails the test instead of the CI job.
+pub fn run<F: std::future::Future<Output = ()>>(limit: Duration, body: F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(async {
+            tokio::time::timeout(limit, body)
+                .await
+                .unwrap_or_else(|_| panic!("test did not finish within {limit:?}"))
+        });
+}
+
+/// Declares a test that runs once over QUIC and once over TCP:
+/// `both!(name, seconds, |transport| async move { ... })`.
+#[macro_export]
+macro_rules! both {
+    ($name:ident, $secs:expr, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn quic() {
+                $crate::run(
+                    std::time::Duration::from_secs($secs),
+                    ($body)(pld_server::TransportKind::Quic),
+                );
+            }
+            #[test]
+            fn tcp() {
+                $crate::run(
+                    std::time::Duration::from_secs($secs),
+                    ($body)(pld_server::TransportKind::Tcp),
+                );
+            }
+        }
+    };
+}

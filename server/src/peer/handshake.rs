@@ -5,12 +5,13 @@
 //! answers with its own Hello, or with a `HANDSHAKE_REFUSED` error naming the
 //! mismatch and closes. Both sides run [`pld_proto::handshake::check`].
 
-use super::{FrameReader, RankState, ReadError, write_frame};
+use super::{FrameReader, RankState, ReadError, Refusal, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::{Connection, Endpoint, PeerWriter};
 use pld_proto::frame::{Decoder, PREAMBLE, error_header};
-use pld_proto::handshake::check;
+use pld_proto::handshake::{Mismatch, check};
 use pld_proto::v1::{ErrorCode, Header, Hello, header::Body};
+use prost::Message;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -143,16 +144,41 @@ async fn attempt(
                 quic,
             })
         }
-        Some(Body::Error(e)) => Err(Attempt::Fatal(Error::Refused {
-            peer,
-            addr: addr_s,
-            message: e.message,
-        })),
+        // A refusal carries the refuser's Hello: name the mismatch from
+        // this side when it decodes.
+        Some(Body::Error(e)) => {
+            let theirs = Hello::decode(reply.payload.as_ref()).ok();
+            match theirs.map(|h| check(&state.hello, &h, Some(peer))) {
+                Some(Err(mismatch)) => Err(Attempt::Fatal(Error::Mismatch {
+                    peer,
+                    addr: addr_s,
+                    mismatch,
+                })),
+                _ => Err(Attempt::Fatal(Error::Refused {
+                    peer,
+                    addr: addr_s,
+                    message: e.message,
+                })),
+            }
+        }
         _ => Err(Attempt::Fatal(Error::Protocol {
             rank: peer,
             reason: "answered the hello with something other than a hello".into(),
         })),
     }
+}
+
+/// Whether a mismatch means the cluster's own configuration disagrees (the
+/// peer is a rank of this cluster configured differently), rather than a
+/// stranger's bad claim. Checked only after the claimed rank is in range.
+fn identity_mismatch(m: &Mismatch) -> bool {
+    matches!(
+        m,
+        Mismatch::ProtocolVersion { .. }
+            | Mismatch::ClusterId { .. }
+            | Mismatch::WindowSize { .. }
+            | Mismatch::WindowMissing { .. }
+    )
 }
 
 /// Resolves `HOST:PORT` to the first address.
@@ -182,13 +208,14 @@ pub(crate) async fn accept(
         reader,
         Decoder::expecting_preamble(state.config.max_payload),
     );
-    let refuse = |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg);
+    let refuse =
+        |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
     let first = timeout(HELLO_TIMEOUT, reader.next()).await;
-    let (reply, why) = match first {
+    let (reply, why, payload) = match first {
         Err(_) => return Err(format!("no hello within {HELLO_TIMEOUT:?}")),
         Ok(Err(ReadError::Frame(e))) => {
             state.stats.frame_error();
-            (e.to_reply(), e.to_string())
+            (e.to_reply(), e.to_string(), Vec::new())
         }
         Ok(Err(e)) => return Err(e.to_string()),
         Ok(Ok(frame)) => {
@@ -210,7 +237,18 @@ pub(crate) async fn accept(
                             quic,
                         });
                     }
-                    Err(m) => refuse(ErrorCode::HandshakeRefused, m.to_string()),
+                    Err(m) => {
+                        if identity_mismatch(&m) {
+                            state.record_refusal(Refusal {
+                                peer: h.rank,
+                                addr: state.config.peers[h.rank as usize].clone(),
+                                mismatch: m.clone(),
+                            });
+                        }
+                        let msg = format!("rank {} from {remote}: {m}", h.rank);
+                        let header = error_header(0, ErrorCode::HandshakeRefused, m.to_string());
+                        (header, msg, state.hello.encode_to_vec())
+                    }
                 },
                 _ => refuse(
                     ErrorCode::UnexpectedMessage,
@@ -219,7 +257,7 @@ pub(crate) async fn accept(
             }
         }
     };
-    if let Ok(n) = write_frame(&mut writer, &reply, &[]).await {
+    if let Ok(n) = write_frame(&mut writer, &reply, &payload).await {
         state.stats.sent(pld_proto::MsgKind::Error, n);
     }
     let _ = writer.shutdown().await;

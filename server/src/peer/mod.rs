@@ -28,6 +28,18 @@ pub(crate) struct RankState {
     pub windows: Windows,
     pub stats: Stats,
     pub hello: Hello,
+    /// The first peer this rank refused for disagreeing on the cluster's
+    /// identity; a rank that is still starting fails with it.
+    refusal: std::sync::Mutex<Option<Refusal>>,
+    refused: tokio::sync::Notify,
+}
+
+/// A peer refused at the handshake.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    pub peer: u32,
+    pub addr: String,
+    pub mismatch: pld_proto::handshake::Mismatch,
 }
 
 impl RankState {
@@ -45,6 +57,34 @@ impl RankState {
             windows,
             stats: Stats::default(),
             hello,
+            refusal: std::sync::Mutex::new(None),
+            refused: tokio::sync::Notify::new(),
+        }
+    }
+
+    pub fn record_refusal(&self, r: Refusal) {
+        let mut slot = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(r);
+            self.refused.notify_waiters();
+        }
+    }
+
+    /// Resolves with the first refusal (at once if there was one already).
+    pub async fn refusal(&self) -> Refusal {
+        loop {
+            let notified = self.refused.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(r) = self
+                .refusal
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
+                return r;
+            }
+            notified.await;
         }
     }
 }

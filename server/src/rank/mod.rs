@@ -97,7 +97,17 @@ impl Rank {
             dials.spawn(async move { handshake::dial(&state, &endpoint, peer, deadline).await });
         }
         let mut links: Vec<Option<Arc<Link>>> = vec![None; cfg.nranks() as usize];
-        while let Some(joined) = dials.join_next().await {
+        loop {
+            // A peer of this cluster that disagrees on its identity and was
+            // refused here fails the start as surely as one that refused us.
+            let joined = tokio::select! {
+                j = dials.join_next() => j,
+                r = state.refusal() => {
+                    endpoint.close();
+                    return Err(Error::Mismatch { peer: r.peer, addr: r.addr, mismatch: r.mismatch });
+                }
+            };
+            let Some(joined) = joined else { break };
             let est = match joined {
                 Ok(Ok(est)) => est,
                 Ok(Err(e)) => {

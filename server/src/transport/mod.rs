@@ -9,6 +9,8 @@ mod quic;
 mod tcp;
 
 pub use quic::QuicSettings;
+/// A QUIC connection (quinn's), as held by [`Connection`].
+pub use quinn::Connection as QuicConnection;
 
 use crate::config::TransportKind;
 use crate::error::{Error, Result};

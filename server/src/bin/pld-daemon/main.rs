@@ -132,7 +132,10 @@ async fn main() -> std::process::ExitCode {
 
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let config = args.config()?;
-    let rank = Rank::start(config).await?;
+    let id = config.rank;
+    let rank = Rank::start(config)
+        .await
+        .with_context(|| format!("rank {id} cannot serve"))?;
     // The ready line is the contract with scripts and tests: it is printed
     // once every peer is connected and the rank serves.
     println!(

@@ -1,0 +1,135 @@
+//! A raw peer: speaks frames (or garbage) to a rank directly, without the
+//! rank engine's checks, to test what a daemon does with bad input.
+
+use crate::WINDOWS;
+use bytes::BytesMut;
+use pld_proto::Frame;
+use pld_proto::PROTOCOL_VERSION;
+use pld_proto::frame::{self, Decoder, PREAMBLE};
+use pld_proto::v1::{Header, Hello, WindowSpec, header::Body};
+use pld_server::TransportKind;
+use pld_server::transport::{Endpoint, PeerReader, PeerWriter, QuicSettings};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The Hello a well-behaved rank `rank` of `nranks` with the test windows sends.
+pub fn hello(rank: u32, nranks: u32, cluster_id: &str) -> Hello {
+    let mut windows: Vec<WindowSpec> = WINDOWS
+        .iter()
+        .map(|w| {
+            let c: pld_server::WindowConfig = w.parse().expect("window");
+            WindowSpec {
+                name: c.name,
+                size: c.size,
+            }
+        })
+        .collect();
+    windows.sort_by(|a, b| a.name.cmp(&b.name));
+    Hello {
+        protocol_version: PROTOCOL_VERSION,
+        cluster_id: cluster_id.into(),
+        rank,
+        nranks,
+        windows,
+        max_payload: frame::DEFAULT_MAX_PAYLOAD as u64,
+    }
+}
+
+/// A connection to a rank that the test drives byte by byte.
+#[derive(Debug)]
+pub struct RawPeer {
+    reader: PeerReader,
+    writer: PeerWriter,
+    buf: BytesMut,
+    decoder: Decoder,
+    _endpoint: Endpoint,
+    _quic: Option<pld_server::transport::QuicConnection>,
+}
+
+impl RawPeer {
+    /// Opens a connection to rank `target` at `addr`; sends nothing yet.
+    pub async fn connect(transport: TransportKind, addr: &str, target: u32) -> RawPeer {
+        let sock: std::net::SocketAddr = addr.parse().expect("addr");
+        let endpoint = match transport {
+            TransportKind::Quic => {
+                Endpoint::quic_client(&QuicSettings::default()).expect("quic client")
+            }
+            TransportKind::Tcp => Endpoint::bind(
+                TransportKind::Tcp,
+                "127.0.0.1:0".parse().expect("addr"),
+                0,
+                &QuicSettings::default(),
+            )
+            .await
+            .expect("tcp endpoint"),
+        };
+        let conn = endpoint.dial(sock, target).await.expect("dial");
+        RawPeer {
+            reader: conn.reader,
+            writer: conn.writer,
+            buf: BytesMut::new(),
+            decoder: Decoder::new(64 << 20),
+            _endpoint: endpoint,
+            _quic: conn.quic,
+        }
+    }
+
+    /// Connects and completes a handshake as `hello`; panics unless accepted.
+    pub async fn join(transport: TransportKind, addr: &str, target: u32, hello: Hello) -> RawPeer {
+        let mut p = RawPeer::connect(transport, addr, target).await;
+        let reply = p.handshake(hello).await.expect("a reply to the hello");
+        assert!(
+            matches!(reply.header.body, Some(Body::Hello(_))),
+            "handshake refused: {reply:?}"
+        );
+        p
+    }
+
+    /// Sends the preamble and `hello`; returns the reply.
+    pub async fn handshake(&mut self, hello: Hello) -> Option<Frame> {
+        self.send(&PREAMBLE).await;
+        let h = Header {
+            id: 0,
+            body: Some(Body::Hello(hello)),
+        };
+        self.send(&frame::encode(&h, &[])).await;
+        self.read_frame().await
+    }
+
+    /// Writes raw bytes.
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.expect("write");
+    }
+
+    /// Sends one frame and returns the next frame received.
+    pub async fn request(&mut self, body: Body, id: u64, payload: &[u8]) -> Frame {
+        let h = Header {
+            id,
+            body: Some(body),
+        };
+        self.send(&frame::encode(&h, payload)).await;
+        self.read_frame().await.expect("a reply")
+    }
+
+    /// The next frame; `None` once the rank closed the connection.
+    pub async fn read_frame(&mut self) -> Option<Frame> {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(f) = self
+                    .decoder
+                    .decode(&mut self.buf)
+                    .expect("the rank sends valid frames")
+                {
+                    return Some(f);
+                }
+                self.buf.reserve(64 * 1024);
+                match self.reader.read_buf(&mut self.buf).await {
+                    Ok(0) | Err(_) => return None,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+        .expect("the rank answers or closes within 10 s")
+    }
+}
