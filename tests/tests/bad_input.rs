@@ -488,3 +488,106 @@ fn garbage_datagrams_on_the_quic_port_are_ignored() {
         unchanged(&mut c, &d0, &s0).await;
     });
 }
+
+/// A fake rank on TCP: answers every handshake as rank `me` and hands the
+/// test each connection, with the bytes already read after the hello.
+async fn fake_rank(
+    listener: tokio::net::TcpListener,
+    me: u32,
+    nranks: u32,
+) -> tokio::sync::mpsc::Receiver<(u32, tokio::net::TcpStream, bytes::BytesMut)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = bytes::BytesMut::new();
+            let mut dec = frame::Decoder::expecting_preamble(1 << 20);
+            let their = loop {
+                if let Some(f) = dec.decode(&mut buf).expect("a valid hello") {
+                    break f;
+                }
+                if s.read_buf(&mut buf).await.expect("read") == 0 {
+                    return;
+                }
+            };
+            let Some(Body::Hello(h)) = their.header.body else {
+                return;
+            };
+            let reply = Header {
+                id: 0,
+                body: Some(Body::Hello(hello(me, nranks, "pld"))),
+            };
+            s.write_all(&frame::encode(&reply, &[]))
+                .await
+                .expect("reply");
+            if tx.send((h.rank, s, buf)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// A put cancelled in the middle of its frame must not leave a stream
+/// that goes on after half a frame: the origin ends that stream and fails
+/// that link only.
+#[test]
+fn a_put_cancelled_mid_frame_ends_its_stream_and_only_its_link() {
+    use tokio::io::AsyncReadExt;
+    pld_tests::run(std::time::Duration::from_secs(60), async {
+        let t = TransportKind::Tcp;
+        let peers = pld_tests::loopback_peers(3);
+        // Rank 1 is the fake; ranks 0 and 2 are real.
+        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
+        let mut conns = fake_rank(listener, 1, 3).await;
+        let (r0, r2) = tokio::join!(
+            pld_server::Rank::start(pld_tests::rank_config(0, &peers, t)),
+            pld_server::Rank::start(pld_tests::rank_config(2, &peers, t)),
+        );
+        let (r0, r2) = (r0.unwrap(), r2.unwrap());
+        let mut from0 = None;
+        while from0.is_none() {
+            let (rank, s, buf) = conns.recv().await.expect("connections from ranks 0 and 2");
+            if rank == 0 {
+                from0 = Some((s, buf));
+            }
+        }
+        let (mut s, mut buf) = from0.expect("rank 0's connection");
+        let data = r0.window("data").unwrap();
+        let big = pattern(16 << 20, 3);
+        // The fake reads the first 64 KiB of the put and then stops reading:
+        // the rest cannot leave rank 0, and the put is cancelled mid-frame.
+        tokio::select! {
+            r = r0.put(1, data, 0, &big) => panic!("the put cannot finish: {r:?}"),
+            _ = async {
+                while buf.len() < 64 * 1024 {
+                    s.read_buf(&mut buf).await.unwrap();
+                }
+            } => {}
+        }
+        let e = r0.put(1, data, 0, b"x").await.unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "rank 1 is unreachable: an op was cancelled while its frame was half written"
+            ),
+            "{e}"
+        );
+        // Rank 0 ended the stream after the partial frame: the fake sees the
+        // end of the stream before a whole put arrived.
+        let mut rest = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut rest))
+            .await
+            .expect("the stream ends")
+            .unwrap();
+        assert!(
+            buf.len() + rest.len() < big.len(),
+            "only part of the put was sent"
+        );
+        // Rank 0's other links are untouched.
+        r0.put(2, data, 0, b"still fine").await.unwrap();
+        assert_eq!(
+            &r2.local(data).unwrap().read(0, 10).unwrap()[..],
+            b"still fine"
+        );
+    });
+}

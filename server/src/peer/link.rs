@@ -39,7 +39,8 @@ pub(crate) struct Link {
     pub remote: SocketAddr,
     /// The largest payload the peer accepts in one frame.
     pub peer_max_payload: usize,
-    writer: tokio::sync::Mutex<PeerWriter>,
+    /// `None` once a cancelled write left half a frame on the stream.
+    writer: tokio::sync::Mutex<Option<PeerWriter>>,
     ops: Mutex<PeerOps<Waiter>>,
     lost: OnceLock<String>,
     /// Tasks in `quiet` waiting on this link; completions wake them only
@@ -58,7 +59,7 @@ impl Link {
             addr: state.config.peers[peer as usize].clone(),
             remote: est.remote,
             peer_max_payload: (est.peer.max_payload as usize).clamp(4096, u32::MAX as usize),
-            writer: tokio::sync::Mutex::new(est.writer),
+            writer: tokio::sync::Mutex::new(Some(est.writer)),
             ops: Mutex::new(PeerOps::new()),
             lost: OnceLock::new(),
             quiet_waiters: AtomicUsize::new(0),
@@ -88,19 +89,28 @@ impl Link {
             return Err(e);
         }
         let (tx, rx) = oneshot::channel();
+        // Take the writer first: a caller cancelled while it waits has
+        // recorded nothing, and ids follow the order frames are written.
+        let mut guard = CancelGuard {
+            link: self,
+            writer: self.writer.lock().await,
+            armed: true,
+        };
+        let Some(writer) = guard.writer.as_mut() else {
+            guard.armed = false;
+            return Err(self.lost_error().unwrap_or(Error::PeerLost {
+                rank: self.peer,
+                reason: "the link was reset".into(),
+            }));
+        };
         let id = self.ops().issue(op, std::time::Instant::now(), tx);
         let header = Header {
             id,
             body: Some(body),
         };
-        let mut writer = self.writer.lock().await;
-        let mut guard = CancelGuard {
-            link: self,
-            armed: true,
-        };
-        let written = write_frame(&mut writer, &header, payload).await;
+        let written = write_frame(writer, &header, payload).await;
         guard.armed = false;
-        drop(writer);
+        drop(guard);
         match written {
             Ok(n) => {
                 self.state.stats.sent(MsgKind::of(&header), n);
@@ -196,7 +206,9 @@ impl Link {
     /// and the peer sees the end of the stream.
     pub async fn close(&self) {
         self.lose("this rank shut down".into(), false);
-        let _ = self.writer.lock().await.shutdown().await;
+        if let Some(mut w) = self.writer.lock().await.take() {
+            let _ = w.shutdown().await;
+        }
         if let Some(q) = &self.quic {
             q.close(0u32.into(), b"rank shutting down");
         }
@@ -268,16 +280,20 @@ impl Drop for Decrement<'_> {
     }
 }
 
-/// Poisons the link if a caller is cancelled in the middle of writing a
-/// frame: the stream then holds half a frame and cannot carry another.
+/// Holds the writer while a frame is written. If the caller is cancelled
+/// in the middle, the stream holds half a frame and cannot carry another:
+/// the guard drops the writer (the peer sees the stream end) and fails
+/// the link.
 struct CancelGuard<'a> {
     link: &'a Link,
+    writer: tokio::sync::MutexGuard<'a, Option<PeerWriter>>,
     armed: bool,
 }
 
 impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
+            self.writer.take();
             self.link
                 .fail("an op was cancelled while its frame was half written".into());
         }
