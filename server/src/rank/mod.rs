@@ -269,20 +269,13 @@ impl Rank {
         };
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
         async {
-            let max = link.peer_max_payload;
-            let mut parts = Vec::with_capacity(data.len() / max + 1);
-            let mut at = 0;
-            loop {
-                let chunk = &data[at..data.len().min(at + max)];
+            let mut parts = Vec::new();
+            for (at, n) in pieces(data.len(), link.peer_max_payload) {
                 let body = Body::Put(PutRequest {
                     window: win.0,
                     offset: offset + at as u64,
                 });
-                parts.push(link.send(op, body, chunk).await?);
-                at += chunk.len();
-                if at >= data.len() {
-                    break;
-                }
+                parts.push(link.send(op, body, &data[at..at + n]).await?);
             }
             Ok(OpHandle::remote(
                 parts,
@@ -317,21 +310,14 @@ impl Rank {
         let span = tracing::debug_span!("get", peer, window = w.name(), offset, len);
         async {
             // Replies come to this rank: split by this rank's own frame limit.
-            let max = self.state.config.max_payload as u64;
-            let mut parts = Vec::with_capacity((len / max + 1) as usize);
-            let mut at = 0;
-            loop {
-                let n = (len - at).min(max);
+            let mut parts = Vec::new();
+            for (at, n) in pieces(len as usize, self.state.config.max_payload) {
                 let body = Body::Get(GetRequest {
                     window: win.0,
-                    offset: offset + at,
-                    len: n,
+                    offset: offset + at as u64,
+                    len: n as u64,
                 });
                 parts.push(link.send(op, body, &[]).await?);
-                at += n;
-                if at >= len {
-                    break;
-                }
             }
             Ok(OpHandle::remote(
                 parts,
@@ -399,20 +385,14 @@ impl Rank {
             // Split on element boundaries.
             let size = dtype.size();
             let max = (link.peer_max_payload / size * size).max(size);
-            let mut parts = Vec::with_capacity(operands.len() / max + 1);
-            let mut at = 0;
-            loop {
-                let chunk = &operands[at..operands.len().min(at + max)];
+            let mut parts = Vec::new();
+            for (at, n) in pieces(operands.len(), max) {
                 let body = Body::AtomicAdd(AtomicAddRequest {
                     window: win.0,
                     offset: offset + at as u64,
                     dtype: dtype as i32,
                 });
-                parts.push(link.send(op, body, chunk).await?);
-                at += chunk.len();
-                if at >= operands.len() {
-                    break;
-                }
+                parts.push(link.send(op, body, &operands[at..at + n]).await?);
             }
             Ok(OpHandle::remote(
                 parts,
@@ -622,6 +602,32 @@ impl Rank {
     }
 }
 
+/// Splits `len` bytes into frames of at most `max`: `(start, length)` of
+/// each. An empty transfer is one empty frame, so that it is still checked
+/// and acknowledged by the target.
+fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let count = len.div_ceil(max).max(1);
+    (0..count).map(move |i| {
+        let at = i * max;
+        (at, max.min(len - at))
+    })
+}
+
 fn check(peer: u32, op: OpKind, len: Option<u64>) -> Check {
     Check { peer, op, len }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_cover_the_transfer_in_order_without_overlap() {
+        assert_eq!(pieces(0, 4).collect::<Vec<_>>(), vec![(0, 0)]);
+        assert_eq!(pieces(4, 4).collect::<Vec<_>>(), vec![(0, 4)]);
+        assert_eq!(
+            pieces(9, 4).collect::<Vec<_>>(),
+            vec![(0, 4), (4, 4), (8, 1)]
+        );
+    }
 }
