@@ -217,6 +217,7 @@ pub enum MsgKind {
     FetchAdd,
     CompareSwap,
     Notify,
+    Barrier,
     Ack,
     GetReply,
     Value,
@@ -227,7 +228,7 @@ pub enum MsgKind {
 
 impl MsgKind {
     /// Every kind, in index order.
-    pub const ALL: [MsgKind; 12] = [
+    pub const ALL: [MsgKind; 13] = [
         MsgKind::Hello,
         MsgKind::Put,
         MsgKind::Get,
@@ -235,6 +236,7 @@ impl MsgKind {
         MsgKind::FetchAdd,
         MsgKind::CompareSwap,
         MsgKind::Notify,
+        MsgKind::Barrier,
         MsgKind::Ack,
         MsgKind::GetReply,
         MsgKind::Value,
@@ -253,6 +255,7 @@ impl MsgKind {
             Some(Body::FetchAdd(_)) => MsgKind::FetchAdd,
             Some(Body::CompareSwap(_)) => MsgKind::CompareSwap,
             Some(Body::Notify(_)) => MsgKind::Notify,
+            Some(Body::Barrier(_)) => MsgKind::Barrier,
             Some(Body::Ack(_)) => MsgKind::Ack,
             Some(Body::GetReply(_)) => MsgKind::GetReply,
             Some(Body::Value(_)) => MsgKind::Value,
@@ -270,6 +273,7 @@ impl MsgKind {
             MsgKind::FetchAdd => "fetch_add",
             MsgKind::CompareSwap => "compare_swap",
             MsgKind::Notify => "notify",
+            MsgKind::Barrier => "barrier",
             MsgKind::Ack => "ack",
             MsgKind::GetReply => "get_reply",
             MsgKind::Value => "value",

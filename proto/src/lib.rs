@@ -7,14 +7,18 @@
 //! - [`handshake`]: the check two ranks run on each other's [`v1::Hello`].
 //! - [`track`]: the per-peer table of outstanding operations behind
 //!   completion, `quiet` and its diagnostics.
+//! - [`barrier`]: the dissemination barrier.
+//! - [`signal`]: the comparisons of `wait` and `test`.
 //! - [`dtype`]: element types and their byte encodings.
 //!
 //! Nothing here does I/O or reads a clock: time is passed in, so that every
 //! state machine can be driven deterministically by tests.
 
+pub mod barrier;
 pub mod dtype;
 pub mod frame;
 pub mod handshake;
+pub mod signal;
 pub mod track;
 
 /// Generated protobuf types of package `pld.v1`.
@@ -31,7 +35,7 @@ pub mod v1 {
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
 pub use track::{OpKind, PeerOps};
-pub use v1::{Dtype, ErrorCode, NotifyOp};
+pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
 
 /// The peer-plane protocol version; ranks that speak different versions refuse
 /// each other at the handshake.

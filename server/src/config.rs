@@ -100,13 +100,16 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// How long an op waits for its reply.
     pub op_timeout: Duration,
+    /// How long a barrier or a wait may take unless the call says otherwise.
+    pub sync_timeout: Duration,
     /// The largest payload in one frame; bigger transfers are split.
     pub max_payload: usize,
 }
 
 impl Config {
     /// A configuration with the defaults: QUIC, windows `data` and `signal`,
-    /// cluster id `pld`, 30 s connect timeout, 10 s op timeout.
+    /// cluster id `pld`, 30 s connect timeout, 10 s op timeout, 60 s
+    /// barrier and wait timeout.
     pub fn new(rank: u32, peers: Vec<String>) -> Self {
         Config {
             rank,
@@ -117,6 +120,7 @@ impl Config {
             cluster_id: "pld".into(),
             connect_timeout: Duration::from_secs(30),
             op_timeout: Duration::from_secs(10),
+            sync_timeout: Duration::from_secs(60),
             max_payload: DEFAULT_MAX_PAYLOAD,
         }
     }
@@ -159,7 +163,10 @@ impl Config {
         if self.cluster_id.is_empty() {
             return bad("the cluster id is empty".into());
         }
-        if self.op_timeout.is_zero() || self.connect_timeout.is_zero() {
+        if self.op_timeout.is_zero()
+            || self.connect_timeout.is_zero()
+            || self.sync_timeout.is_zero()
+        {
             return bad("timeouts must be greater than zero".into());
         }
         if self.max_payload < 4096 || self.max_payload > u32::MAX as usize {

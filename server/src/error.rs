@@ -2,7 +2,7 @@
 //! peer's address, the window, the offset, the op and its id.
 
 use pld_proto::handshake::Mismatch;
-use pld_proto::{Dtype, ErrorCode, OpKind};
+use pld_proto::{Cmp, Dtype, ErrorCode, OpKind};
 use std::time::Duration;
 
 /// Why an access to a window was refused. Produced by the same checks on the
@@ -57,6 +57,9 @@ pub enum AccessError {
     /// A message that is not a request where a request was expected.
     #[error("the message is not a request")]
     NotARequest,
+    /// A wait or test without a comparison.
+    #[error("the comparison value {value} is none of ==, !=, >, >=, <, <=")]
+    InvalidCmp { value: i32 },
     /// A notify without a valid op.
     #[error("notify op value {value} is neither set nor atomic_add")]
     InvalidNotifyOp { value: i32 },
@@ -74,6 +77,7 @@ impl AccessError {
             AccessError::UnsupportedDtype { .. } => ErrorCode::UnsupportedDtype,
             AccessError::UnknownWindow { .. } => ErrorCode::UnknownWindow,
             AccessError::InvalidNotifyOp { .. }
+            | AccessError::InvalidCmp { .. }
             | AccessError::ValueOutOfRange { .. }
             | AccessError::ReplyTooLarge { .. } => ErrorCode::InvalidArgument,
             AccessError::NotARequest => ErrorCode::UnexpectedMessage,
@@ -121,10 +125,41 @@ pub enum Error {
         timeout: Duration,
     },
     /// `quiet` could not see every outstanding op complete in time.
-    #[error("quiet timed out after {timeout:?}; still outstanding: {outstanding}")]
+    #[error(
+        "quiet timed out after {timeout:?}; still outstanding: {outstanding}{}",
+        unreachable_note(unreachable)
+    )]
     QuietTimeout {
         timeout: Duration,
         outstanding: String,
+        unreachable: Vec<(u32, String)>,
+    },
+    /// A barrier did not complete by its deadline. It stays pending: the
+    /// next barrier call on this rank resumes it.
+    #[error("{report}")]
+    BarrierTimeout {
+        epoch: u64,
+        /// The round whose message had not arrived (1-based, as reported).
+        round: u32,
+        /// The rank whose message this rank waited for.
+        waiting_for: u32,
+        /// Ranks whose arrival this rank had not heard of, even indirectly.
+        not_heard_from: Vec<u32>,
+        /// Ranks that are dead or cut off, with why.
+        unreachable: Vec<(u32, String)>,
+        report: String,
+    },
+    /// A wait on a signal cell did not see its condition by the deadline.
+    #[error("{report}")]
+    WaitTimeout {
+        window: String,
+        offset: u64,
+        cmp: Cmp,
+        expected: i32,
+        /// The cell's value at the deadline.
+        last: i32,
+        unreachable: Vec<(u32, String)>,
+        report: String,
     },
     /// A peer disagrees on the cluster's identity.
     #[error("rank {peer} at {addr}: {mismatch}")]
@@ -160,6 +195,14 @@ pub enum Error {
     /// Certificates or TLS configuration could not be built.
     #[error("tls setup failed: {0}")]
     Tls(String),
+}
+
+/// `; rank 3 is unreachable (connection lost)` for every unreachable rank.
+pub(crate) fn unreachable_note(unreachable: &[(u32, String)]) -> String {
+    unreachable
+        .iter()
+        .map(|(r, why)| format!("; rank {r} is unreachable ({why})"))
+        .collect()
 }
 
 impl Error {

@@ -23,6 +23,6 @@ pub mod window;
 
 pub use config::{Config, TransportKind, WindowConfig};
 pub use error::{AccessError, Error, Result};
-pub use pld_proto::{Dtype, Element, NotifyOp, OpKind};
+pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{OpHandle, Rank, WindowId};
 pub use stats::StatsSnapshot;

@@ -39,6 +39,17 @@ pub fn daemon_bin() -> PathBuf {
     bin
 }
 
+/// The `pld-test-rank` program of this crate (a rank that runs a scenario;
+/// see `src/bin/pld-test-rank.rs`). Cargo builds it for this crate's tests.
+pub fn worker_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir layout");
+    dir.join("pld-test-rank")
+}
+
 /// Free loopback `HOST:PORT` entries for a cluster of `n` ranks.
 pub fn loopback_peers(n: usize) -> Vec<String> {
     (0..n)
@@ -66,15 +77,34 @@ impl Daemon {
                 cmd.args(["--window", w]);
             }
         }
-        cmd.args(extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn pld-daemon");
+        cmd.args(extra);
+        Self::run(rank, cmd)
+    }
+
+    /// Spawns `pld-test-rank`: rank `rank` running `scenario` (a process
+    /// that embeds a rank, as a user's program would).
+    pub fn worker(
+        rank: u32,
+        peers: &[String],
+        transport: TransportKind,
+        scenario: &[&str],
+    ) -> Daemon {
+        let mut cmd = Command::new(worker_bin());
+        cmd.args(["--rank", &rank.to_string(), "--peers", &peers.join(",")])
+            .args(["--transport", &transport.to_string()])
+            .args(scenario);
+        Self::run(rank, cmd)
+    }
+
+    fn run(rank: u32, mut cmd: Command) -> Daemon {
+        cmd.env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn the rank's process");
         let out = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -119,6 +149,15 @@ impl Daemon {
                 );
             }
         }
+    }
+
+    /// The next line the process prints, if it prints one within `within`.
+    pub fn next_line(&self, within: Duration) -> Option<String> {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .recv_timeout(within)
+            .ok()
     }
 
     /// Waits for the daemon to exit on its own; returns success and stderr.

@@ -133,3 +133,42 @@ impl RawPeer {
         .expect("the rank answers or closes within 10 s")
     }
 }
+
+/// A fake rank on TCP: answers every handshake as rank `me` and hands the
+/// test each connection, with the bytes already read after the hello.
+pub async fn fake_rank(
+    listener: tokio::net::TcpListener,
+    me: u32,
+    nranks: u32,
+) -> tokio::sync::mpsc::Receiver<(u32, tokio::net::TcpStream, bytes::BytesMut)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = bytes::BytesMut::new();
+            let mut dec = Decoder::expecting_preamble(1 << 20);
+            let their = loop {
+                if let Some(f) = dec.decode(&mut buf).expect("a valid hello") {
+                    break f;
+                }
+                if s.read_buf(&mut buf).await.expect("read") == 0 {
+                    return;
+                }
+            };
+            let Some(Body::Hello(h)) = their.header.body else {
+                return;
+            };
+            let reply = Header {
+                id: 0,
+                body: Some(Body::Hello(hello(me, nranks, "pld"))),
+            };
+            s.write_all(&frame::encode(&reply, &[]))
+                .await
+                .expect("reply");
+            if tx.send((h.rank, s, buf)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}

@@ -489,45 +489,6 @@ fn garbage_datagrams_on_the_quic_port_are_ignored() {
     });
 }
 
-/// A fake rank on TCP: answers every handshake as rank `me` and hands the
-/// test each connection, with the bytes already read after the hello.
-async fn fake_rank(
-    listener: tokio::net::TcpListener,
-    me: u32,
-    nranks: u32,
-) -> tokio::sync::mpsc::Receiver<(u32, tokio::net::TcpStream, bytes::BytesMut)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let mut buf = bytes::BytesMut::new();
-            let mut dec = frame::Decoder::expecting_preamble(1 << 20);
-            let their = loop {
-                if let Some(f) = dec.decode(&mut buf).expect("a valid hello") {
-                    break f;
-                }
-                if s.read_buf(&mut buf).await.expect("read") == 0 {
-                    return;
-                }
-            };
-            let Some(Body::Hello(h)) = their.header.body else {
-                return;
-            };
-            let reply = Header {
-                id: 0,
-                body: Some(Body::Hello(hello(me, nranks, "pld"))),
-            };
-            s.write_all(&frame::encode(&reply, &[]))
-                .await
-                .expect("reply");
-            if tx.send((h.rank, s, buf)).await.is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
 /// A put cancelled in the middle of its frame must not leave a stream
 /// that goes on after half a frame: the origin ends that stream and fails
 /// that link only.
@@ -539,7 +500,7 @@ fn a_put_cancelled_mid_frame_ends_its_stream_and_only_its_link() {
         let peers = pld_tests::loopback_peers(3);
         // Rank 1 is the fake; ranks 0 and 2 are real.
         let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
-        let mut conns = fake_rank(listener, 1, 3).await;
+        let mut conns = pld_tests::raw::fake_rank(listener, 1, 3).await;
         let (r0, r2) = tokio::join!(
             pld_server::Rank::start(pld_tests::rank_config(0, &peers, t)),
             pld_server::Rank::start(pld_tests::rank_config(2, &peers, t)),

@@ -211,6 +211,7 @@ pub(crate) async fn accept(
     let refuse =
         |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
     let first = timeout(HELLO_TIMEOUT, reader.next()).await;
+    let mut refusal = None;
     let (reply, why, payload) = match first {
         Err(_) => return Err(format!("no hello within {HELLO_TIMEOUT:?}")),
         Ok(Err(ReadError::Frame(e))) => {
@@ -239,7 +240,7 @@ pub(crate) async fn accept(
                     }
                     Err(m) => {
                         if identity_mismatch(&m) {
-                            state.record_refusal(Refusal {
+                            refusal = Some(Refusal {
                                 peer: h.rank,
                                 addr: state.config.peers[h.rank as usize].clone(),
                                 mismatch: m.clone(),
@@ -260,8 +261,13 @@ pub(crate) async fn accept(
     if let Ok(n) = write_frame(&mut writer, &reply, &payload).await {
         state.stats.sent(pld_proto::MsgKind::Error, n);
     }
-    let _ = writer.shutdown().await;
+    // Deliver the refusal before anything else happens: the peer must read
+    // it (and close) before this rank may give up on the cluster and exit.
+    super::link::finish(&mut writer).await;
     reader.drain(Duration::from_secs(1)).await;
+    if let Some(r) = refusal {
+        state.record_refusal(r);
+    }
     if let Some(q) = quic {
         q.close(0u32.into(), b"refused");
     }

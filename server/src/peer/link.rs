@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
 use bytes::Bytes;
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{Header, header::Body};
+use pld_proto::v1::{BarrierSignal, Header, header::Body};
 use pld_proto::{ErrorCode, Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,12 +85,37 @@ impl Link {
 
     /// Sends one request frame; the returned [`Pending`] resolves with its reply.
     pub async fn send(self: &Arc<Self>, op: OpKind, body: Body, payload: &[u8]) -> Result<Pending> {
+        let (tx, rx) = oneshot::channel();
+        let issue = move |ops: &mut PeerOps<Waiter>| ops.issue(op, std::time::Instant::now(), tx);
+        let id = self.write(body, payload, issue).await?;
+        self.state.stats.issued(op);
+        Ok(Pending {
+            rx,
+            id,
+            op,
+            link: self.clone(),
+            deadline: Instant::now() + self.state.config.op_timeout,
+        })
+    }
+
+    /// Sends a barrier message (one-way: id 0, no reply).
+    pub async fn signal(&self, epoch: u64, round: u32) -> Result<()> {
+        let body = Body::Barrier(BarrierSignal { epoch, round });
+        self.write(body, &[], |_| 0).await.map(|_| ())
+    }
+
+    /// Writes one frame under the writer lock. `id` picks the frame's id
+    /// with the lock held — so a caller cancelled while waiting for the
+    /// lock has recorded nothing, and ids follow the order of the frames.
+    async fn write(
+        &self,
+        body: Body,
+        payload: &[u8],
+        id: impl FnOnce(&mut PeerOps<Waiter>) -> u64,
+    ) -> Result<u64> {
         if let Some(e) = self.lost_error() {
             return Err(e);
         }
-        let (tx, rx) = oneshot::channel();
-        // Take the writer first: a caller cancelled while it waits has
-        // recorded nothing, and ids follow the order frames are written.
         let mut guard = CancelGuard {
             link: self,
             writer: self.writer.lock().await,
@@ -98,14 +123,10 @@ impl Link {
         };
         let Some(writer) = guard.writer.as_mut() else {
             guard.armed = false;
-            return Err(self.lost_error().unwrap_or(Error::PeerLost {
-                rank: self.peer,
-                reason: "the link was reset".into(),
-            }));
+            return Err(self.lost_or_reset());
         };
-        let id = self.ops().issue(op, std::time::Instant::now(), tx);
         let header = Header {
-            id,
+            id: id(&mut self.ops()),
             body: Some(body),
         };
         let written = write_frame(writer, &header, payload).await;
@@ -114,19 +135,26 @@ impl Link {
         match written {
             Ok(n) => {
                 self.state.stats.sent(MsgKind::of(&header), n);
-                self.state.stats.issued(op);
+                Ok(header.id)
             }
-            // Fails every outstanding op of this link, this one included:
-            // its `Pending` resolves with the error.
-            Err(e) => self.fail(format!("sending to {} failed: {e}", self.remote)),
+            // Fails every outstanding op of this link, this one included.
+            Err(e) => {
+                self.fail(format!("sending to {} failed: {e}", self.remote));
+                Err(self.lost_or_reset())
+            }
         }
-        Ok(Pending {
-            rx,
-            id,
-            op,
-            link: self.clone(),
-            deadline: Instant::now() + self.state.config.op_timeout,
+    }
+
+    fn lost_or_reset(&self) -> Error {
+        self.lost_error().unwrap_or(Error::PeerLost {
+            rank: self.peer,
+            reason: "the link was reset".into(),
         })
+    }
+
+    /// Why the link is gone, if it is.
+    pub fn lost_reason(&self) -> Option<&str> {
+        self.lost.get().map(String::as_str)
     }
 
     /// Hands a reply to whoever waits for its op.
@@ -178,12 +206,15 @@ impl Link {
         self.lose(reason, true);
     }
 
-    fn lose(&self, reason: String, loud: bool) {
+    /// Marks the link lost. A `broken` link (an error, not an orderly
+    /// close) is logged as a warning and its QUIC connection closed at once;
+    /// an orderly close leaves the connection to finish what was written.
+    fn lose(&self, reason: String, broken: bool) {
         if self.lost.set(reason).is_err() {
             return;
         }
         let reason = self.lost.get().cloned().unwrap_or_default();
-        if loud {
+        if broken {
             tracing::warn!(peer = self.peer, addr = %self.addr, "rank {} is unreachable: {reason}", self.peer);
         } else {
             tracing::info!(peer = self.peer, addr = %self.addr, "link to rank {} closed: {reason}", self.peer);
@@ -196,21 +227,21 @@ impl Link {
                 reason: reason.clone(),
             }));
         }
-        if let Some(q) = &self.quic {
+        if broken && let Some(q) = &self.quic {
             q.close(0u32.into(), b"link lost");
         }
         self.wake_quiet();
     }
 
     /// Closes the link because this rank shuts down: outstanding ops fail,
-    /// and the peer sees the end of the stream.
+    /// and the stream is finished so that everything already written —
+    /// the last barrier signal, say — reaches the peer before the
+    /// connection goes.
     pub async fn close(&self) {
         self.lose("this rank shut down".into(), false);
-        if let Some(mut w) = self.writer.lock().await.take() {
-            let _ = w.shutdown().await;
-        }
-        if let Some(q) = &self.quic {
-            q.close(0u32.into(), b"rank shutting down");
+        let writer = self.writer.lock().await.take();
+        if let Some(mut w) = writer {
+            finish(&mut w).await;
         }
     }
 
@@ -297,6 +328,16 @@ impl Drop for CancelGuard<'_> {
             self.link
                 .fail("an op was cancelled while its frame was half written".into());
         }
+    }
+}
+
+/// Finishes a stream and waits until the peer has everything written on it
+/// (QUIC acknowledges it; TCP sends the FIN after the data), for at most a
+/// second.
+pub(crate) async fn finish(w: &mut PeerWriter) {
+    let _ = w.shutdown().await;
+    if let PeerWriter::Quic(s) = w {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), s.stopped()).await;
     }
 }
 

@@ -28,6 +28,10 @@ pub(crate) struct RankState {
     pub windows: Windows,
     pub stats: Stats,
     pub hello: Hello,
+    /// The dissemination barrier; fed by serve tasks, driven by `Rank::barrier`.
+    pub barrier: std::sync::Mutex<pld_proto::barrier::Barrier>,
+    /// Wakes `Rank::barrier` when a barrier message arrives.
+    pub barrier_wake: tokio::sync::Notify,
     /// The first peer this rank refused for disagreeing on the cluster's
     /// identity; a rank that is still starting fails with it.
     refusal: std::sync::Mutex<Option<Refusal>>,
@@ -52,11 +56,14 @@ impl RankState {
             windows: windows.specs(),
             max_payload: config.max_payload as u64,
         };
+        let barrier = pld_proto::barrier::Barrier::new(config.rank, config.nranks());
         RankState {
             config,
             windows,
             stats: Stats::default(),
             hello,
+            barrier: std::sync::Mutex::new(barrier),
+            barrier_wake: tokio::sync::Notify::new(),
             refusal: std::sync::Mutex::new(None),
             refused: tokio::sync::Notify::new(),
         }

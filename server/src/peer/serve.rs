@@ -99,6 +99,8 @@ async fn serve(state: Arc<RankState>, est: Established) {
         }
     };
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
+    // Let the last replies reach the peer before the connection goes.
+    super::link::finish(&mut writer).await;
     if let Some(q) = quic {
         q.close(0u32.into(), b"done");
     }
@@ -130,6 +132,22 @@ fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
         .stats
         .received(kind, frame::PREFIX_LEN + f.payload.len());
     let id = f.header.id;
+    // A barrier message is one-way: it moves the barrier, nothing answers it.
+    if let Some(Body::Barrier(b)) = &f.header.body {
+        let accepted = state
+            .barrier
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_message(peer.rank, b.epoch, b.round);
+        match accepted {
+            Ok(()) => state.barrier_wake.notify_waiters(),
+            Err(e) => {
+                state.stats.frame_error();
+                tracing::warn!(peer = peer.rank, "ignored a barrier message: {e}");
+            }
+        }
+        return;
+    }
     let Some(body) = f.header.body else {
         return reply_error(
             state,
@@ -245,9 +263,12 @@ fn run(
             Ok(Outcome::Ack)
         }
         // Not requests: `execute` returned before calling.
-        Body::Hello(_) | Body::Ack(_) | Body::GetReply(_) | Body::Value(_) | Body::Error(_) => {
-            Err(AccessError::NotARequest)
-        }
+        Body::Hello(_)
+        | Body::Barrier(_)
+        | Body::Ack(_)
+        | Body::GetReply(_)
+        | Body::Value(_)
+        | Body::Error(_) => Err(AccessError::NotARequest),
     }
 }
 

@@ -5,6 +5,7 @@
 //! completion and ordering rules every op follows.
 
 mod handle;
+mod sync;
 
 pub use handle::OpHandle;
 
@@ -46,7 +47,10 @@ pub struct Rank {
     links: Vec<Option<Arc<Link>>>,
     endpoint: Endpoint,
     local_addr: SocketAddr,
+    /// The accept loop (and through it every served connection).
     tasks: Mutex<JoinSet<()>>,
+    /// One reply reader per link.
+    readers: Mutex<JoinSet<()>>,
 }
 
 impl Drop for Rank {
@@ -97,6 +101,7 @@ impl Rank {
             dials.spawn(async move { handshake::dial(&state, &endpoint, peer, deadline).await });
         }
         let mut links: Vec<Option<Arc<Link>>> = vec![None; cfg.nranks() as usize];
+        let mut readers = JoinSet::new();
         loop {
             // A peer of this cluster that disagrees on its identity and was
             // refused here fails the start as surely as one that refused us.
@@ -122,7 +127,7 @@ impl Rank {
                 }
             };
             let (link, reader) = Link::new(state.clone(), est);
-            tasks.spawn(link::run_reader(link.clone(), reader));
+            readers.spawn(link::run_reader(link.clone(), reader));
             let p = link.peer as usize;
             links[p] = Some(link);
         }
@@ -139,20 +144,32 @@ impl Rank {
             endpoint,
             local_addr,
             tasks: Mutex::new(tasks),
+            readers: Mutex::new(readers),
         })
     }
 
-    /// Closes every connection so that peers see this rank leave, then stops.
+    /// Leaves the cluster in order: finishes every outgoing stream so that
+    /// what this rank already sent (its last barrier signal, say) reaches
+    /// its peers, waits briefly for them to close their side, then closes
+    /// the endpoint. Outstanding ops fail. Dropping a `Rank` instead stops
+    /// it at once.
     pub async fn shutdown(self) {
+        let mut closing = JoinSet::new();
         for link in self.links.iter().flatten() {
-            link.close().await;
+            let link = Arc::clone(link);
+            closing.spawn(async move { link.close().await });
         }
+        let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
+        let mut readers = std::mem::take(&mut *lock(&self.readers));
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            while readers.join_next().await.is_some() {}
+        })
+        .await;
         self.endpoint.close();
         if let Endpoint::Quic(e) = &self.endpoint {
             let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
         }
-        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
-        drop(tasks);
+        drop(std::mem::take(&mut *lock(&self.tasks)));
     }
 
     /// This rank's id.
@@ -565,41 +582,6 @@ impl Rank {
     pub fn fence(&self, peer: u32) -> Result<()> {
         self.target(peer).map(|_| ())
     }
-
-    /// Waits until every op this rank issued before the call has completed
-    /// at its target, for at most the op timeout.
-    pub async fn quiet(&self) -> Result<()> {
-        self.quiet_within(self.state.config.op_timeout).await
-    }
-
-    /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
-    /// the outstanding ops per peer.
-    pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        let tickets: Vec<(&Arc<Link>, u64)> = self
-            .links
-            .iter()
-            .flatten()
-            .map(|l| (l, l.ticket()))
-            .collect();
-        let mut late = Vec::new();
-        for (link, ticket) in &tickets {
-            if !link.wait_done_before(*ticket, deadline).await {
-                late.push((*link, *ticket));
-            }
-        }
-        let report: Vec<String> = late
-            .iter()
-            .filter_map(|(l, t)| l.report_before(*t))
-            .collect();
-        if report.is_empty() {
-            return Ok(());
-        }
-        Err(Error::QuietTimeout {
-            timeout,
-            outstanding: report.join("; "),
-        })
-    }
 }
 
 /// Splits `len` bytes into frames of at most `max`: `(start, length)` of
@@ -611,6 +593,10 @@ fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
         let at = i * max;
         (at, max.min(len - at))
     })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn check(peer: u32, op: OpKind, len: Option<u64>) -> Check {

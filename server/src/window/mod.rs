@@ -23,6 +23,45 @@ use pld_proto::{Dtype, NotifyOp, OpKind};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ops::Range;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::time::Instant;
+
+/// Wakes tasks that `wait` on window cells whenever a window byte may have
+/// changed. Writers pay one atomic load when nobody waits.
+#[derive(Debug, Default)]
+pub struct ChangeBoard {
+    notify: tokio::sync::Notify,
+    waiters: AtomicUsize,
+}
+
+impl ChangeBoard {
+    /// Called after every write to a window.
+    pub fn changed(&self) {
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Waits until `ready()` holds or `deadline` passes; returns whether it
+    /// held. `ready` is checked after every change and once at the deadline.
+    pub async fn until(&self, deadline: Instant, mut ready: impl FnMut() -> bool) -> bool {
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        let held = loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if ready() {
+                break true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                break ready();
+            }
+        };
+        self.waiters.fetch_sub(1, Ordering::AcqRel);
+        held
+    }
+}
 
 /// Alignment of every window's base address: a page, so that every element
 /// offset that is a multiple of its size is naturally aligned.
@@ -34,6 +73,7 @@ pub struct Window {
     ptr: NonNull<u8>,
     size: usize,
     layout: Layout,
+    board: Arc<ChangeBoard>,
 }
 
 // SAFETY: the window is a raw allocation owned by this struct; all access goes
@@ -62,6 +102,11 @@ impl Window {
     /// Allocates a zeroed window. Fails (rather than aborting) when the
     /// memory is not available.
     pub fn new(name: &str, size: u64) -> Result<Window, String> {
+        Self::with_board(name, size, Arc::default())
+    }
+
+    /// A window whose changes wake the waiters of `board`.
+    pub fn with_board(name: &str, size: u64, board: Arc<ChangeBoard>) -> Result<Window, String> {
         let size = usize::try_from(size)
             .ok()
             .filter(|s| *s > 0)
@@ -77,6 +122,7 @@ impl Window {
             ptr,
             size,
             layout,
+            board,
         })
     }
 
@@ -133,6 +179,7 @@ impl Window {
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(r.start), r.len())
         };
+        self.board.changed();
         Ok(())
     }
 
@@ -166,6 +213,7 @@ impl Window {
         // SAFETY: the range is inside the window and aligned to the element
         // size (window base is page aligned, offset a multiple of the size).
         unsafe { atomic::add(self.ptr.as_ptr().add(r.start), dtype, operands) };
+        self.board.changed();
         Ok(())
     }
 
@@ -187,7 +235,9 @@ impl Window {
         let at = self.check_cell(OpKind::FetchAdd, offset, dtype)?;
         check_fits(OpKind::FetchAdd, dtype, value)?;
         // SAFETY: checked in bounds and aligned for `dtype`.
-        Ok(unsafe { atomic::fetch_add(self.ptr.as_ptr().add(at), dtype, value) })
+        let previous = unsafe { atomic::fetch_add(self.ptr.as_ptr().add(at), dtype, value) };
+        self.board.changed();
+        Ok(previous)
     }
 
     /// Atomically replaces an int32/int64 cell holding `expected` by
@@ -203,7 +253,10 @@ impl Window {
         check_fits(OpKind::CompareSwap, dtype, expected)?;
         check_fits(OpKind::CompareSwap, dtype, desired)?;
         // SAFETY: checked in bounds and aligned for `dtype`.
-        Ok(unsafe { atomic::compare_swap(self.ptr.as_ptr().add(at), dtype, expected, desired) })
+        let previous =
+            unsafe { atomic::compare_swap(self.ptr.as_ptr().add(at), dtype, expected, desired) };
+        self.board.changed();
+        Ok(previous)
     }
 
     /// Checks a notify on an int32 signal cell.
@@ -223,6 +276,7 @@ impl Window {
             }
             NotifyOp::Unspecified => return Err(AccessError::InvalidNotifyOp { value: op as i32 }),
         }
+        self.board.changed();
         Ok(())
     }
 
@@ -247,6 +301,7 @@ pub fn check_fits(op: OpKind, dtype: Dtype, value: i64) -> Result<(), AccessErro
 #[derive(Debug)]
 pub struct Windows {
     list: Vec<Window>,
+    board: Arc<ChangeBoard>,
 }
 
 impl Windows {
@@ -254,11 +309,17 @@ impl Windows {
     pub fn new(specs: &[(String, u64)]) -> Result<Windows, String> {
         let mut specs = specs.to_vec();
         specs.sort();
+        let board = Arc::new(ChangeBoard::default());
         let list = specs
             .iter()
-            .map(|(n, s)| Window::new(n, *s))
+            .map(|(n, s)| Window::with_board(n, *s, board.clone()))
             .collect::<Result<_, _>>()?;
-        Ok(Windows { list })
+        Ok(Windows { list, board })
+    }
+
+    /// What wakes waiters when any of these windows changes.
+    pub fn board(&self) -> &ChangeBoard {
+        &self.board
     }
 
     /// The window with id `id`.

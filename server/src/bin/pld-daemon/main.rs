@@ -66,6 +66,10 @@ struct RunArgs {
     /// How long an op waits for its reply before failing (ms, s, m).
     #[arg(long, env = "PLD_OP_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     op_timeout: Duration,
+    /// How long a barrier or a wait may take before it fails with a report
+    /// of what is missing (ms, s, m).
+    #[arg(long, env = "PLD_SYNC_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    sync_timeout: Duration,
     /// Largest payload in one peer frame; bigger transfers are split.
     #[arg(long, env = "PLD_MAX_FRAME", default_value = "4MiB", value_parser = parse_size)]
     max_frame: u64,
@@ -83,6 +87,7 @@ impl RunArgs {
         c.cluster_id = self.cluster_id;
         c.connect_timeout = self.connect_timeout;
         c.op_timeout = self.op_timeout;
+        c.sync_timeout = self.sync_timeout;
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
         Ok(c)
     }

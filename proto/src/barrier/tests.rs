@@ -1,0 +1,273 @@
+use super::harness::{Network, Rng};
+use super::*;
+use std::collections::HashSet;
+
+fn finished_every_epoch_once(net: &Network, epochs: u64) {
+    for (r, done) in net.completed.iter().enumerate() {
+        assert_eq!(
+            done,
+            &(1..=epochs).collect::<Vec<_>>(),
+            "rank {r} must complete each epoch exactly once, in order"
+        );
+    }
+}
+
+#[test]
+fn rounds_are_ceil_log2_p() {
+    let want = [
+        (1, 0),
+        (2, 1),
+        (3, 2),
+        (4, 2),
+        (5, 3),
+        (8, 3),
+        (9, 4),
+        (16, 4),
+        (64, 6),
+        (65, 7),
+    ];
+    for (p, r) in want {
+        assert_eq!(rounds(p), r, "P = {p}");
+    }
+}
+
+#[test]
+fn round_k_signals_r_plus_2k_and_waits_for_r_minus_2k() {
+    let b = Barrier::new(1, 5);
+    assert_eq!((b.signals(0), b.signals(1), b.signals(2)), (2, 3, 0));
+    assert_eq!(
+        (b.signalled_by(0), b.signalled_by(1), b.signalled_by(2)),
+        (0, 4, 2)
+    );
+}
+
+#[test]
+fn a_single_rank_passes_at_once() {
+    let mut b = Barrier::new(0, 1);
+    let mut out = Vec::new();
+    assert_eq!(b.enter(Instant::now()), 1);
+    assert_eq!(b.progress(&mut out), Progress::Done { epoch: 1 });
+    assert!(out.is_empty());
+    assert_eq!(b.enter(Instant::now()), 2);
+}
+
+#[test]
+fn random_runs_of_4_epochs_up_to_8_ranks_complete_each_epoch_once_and_safely() {
+    for p in 1..=8u32 {
+        for seed in 0..300u64 {
+            let epochs = 4;
+            let mut net = Network::new(p, epochs);
+            net.run_random(&mut Rng::new(seed * 131 + p as u64), 0);
+            finished_every_epoch_once(&net, epochs);
+            let total: u64 = net.sent.iter().sum();
+            assert_eq!(
+                total,
+                epochs * p as u64 * rounds(p) as u64,
+                "P = {p}, seed {seed}: each barrier sends P * ceil(log2 P) messages"
+            );
+            assert!(net.in_flight.is_empty());
+        }
+    }
+}
+
+/// Every interleaving, explored depth first with states already seen
+/// skipped, for small clusters.
+fn explore_all(p: u32, epochs: u64) -> (usize, usize) {
+    let mut seen = HashSet::new();
+    let mut stack = vec![Network::new(p, epochs)];
+    let mut finals = 0;
+    while let Some(net) = stack.pop() {
+        if !seen.insert(net.key()) {
+            continue;
+        }
+        let events = net.events();
+        if events.is_empty() {
+            finished_every_epoch_once(&net, epochs);
+            finals += 1;
+            continue;
+        }
+        for e in events {
+            let mut next = net.clone();
+            next.step(e, false);
+            stack.push(next);
+        }
+    }
+    (seen.len(), finals)
+}
+
+#[test]
+fn every_interleaving_up_to_8_ranks_completes_each_epoch_once_and_safely() {
+    for (p, epochs) in [(2, 4), (3, 3), (4, 2), (5, 2), (6, 1), (8, 1)] {
+        let (states, finals) = explore_all(p, epochs);
+        eprintln!("P = {p}, {epochs} epochs: {states} states, {finals} final");
+        assert!(states > 10 && finals >= 1);
+    }
+}
+
+#[test]
+fn a_message_of_the_next_epoch_is_kept_until_this_rank_gets_there() {
+    // Rank 1 of 2 finishes epoch 1 and signals epoch 2 before rank 0 has
+    // even seen epoch 1's message.
+    let t = Instant::now();
+    let (mut a, mut b) = (Barrier::new(0, 2), Barrier::new(1, 2));
+    let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+    a.enter(t);
+    b.enter(t);
+    a.progress(&mut out_a);
+    b.progress(&mut out_b);
+    b.on_message(0, 1, 0).unwrap();
+    assert_eq!(b.progress(&mut out_b), Progress::Done { epoch: 1 });
+    b.enter(t);
+    b.progress(&mut out_b);
+    assert_eq!(out_b.len(), 2, "rank 1 signalled epochs 1 and 2");
+    // Epoch 2's message reaches rank 0 first.
+    a.on_message(1, 2, 0).unwrap();
+    a.on_message(1, 1, 0).unwrap();
+    assert_eq!(a.progress(&mut out_a), Progress::Done { epoch: 1 });
+    a.enter(t);
+    assert_eq!(
+        a.progress(&mut out_a),
+        Progress::Done { epoch: 2 },
+        "the kept message finishes epoch 2"
+    );
+}
+
+#[test]
+fn impossible_messages_are_refused_without_changing_state() {
+    let mut b = Barrier::new(0, 4);
+    let t = Instant::now();
+    b.enter(t);
+    let before = b.clone();
+    assert!(matches!(
+        b.on_message(3, 1, 2),
+        Err(BarrierError::NoSuchRound { .. })
+    ));
+    assert!(matches!(
+        b.on_message(1, 1, 0),
+        Err(BarrierError::WrongSender { expected: 3, .. })
+    ));
+    assert!(matches!(
+        b.on_message(3, 9, 0),
+        Err(BarrierError::TooFarAhead { .. })
+    ));
+    assert_eq!(b, before);
+    b.on_message(3, 1, 0).unwrap();
+    assert!(matches!(
+        b.on_message(3, 1, 0),
+        Err(BarrierError::Duplicate { .. })
+    ));
+    let mut out = Vec::new();
+    b.progress(&mut out);
+    assert!(
+        matches!(b.on_message(3, 1, 0), Err(BarrierError::Duplicate { .. })),
+        "consumed"
+    );
+}
+
+#[test]
+fn a_cut_link_yields_the_diagnostic_naming_epoch_round_and_ranks() {
+    for p in 2..=8u32 {
+        for seed in 0..50u64 {
+            let mut rng = Rng::new(seed);
+            let from = rng.below(p as usize) as u32;
+            let to = (from + 1) % p;
+            let mut net = Network::new(p, 3);
+            net.cut.insert((from, to));
+            net.run_random(&mut rng, 0);
+            // No hang: the run ended; whoever is stuck can say why.
+            let mut stuck = 0;
+            for r in 0..p as usize {
+                if !net.inside[r] {
+                    continue;
+                }
+                stuck += 1;
+                let mut out = Vec::new();
+                let Progress::Waiting(m) = net.ranks[r].progress(&mut out) else {
+                    panic!("rank {r} is inside a barrier, so it waits");
+                };
+                assert_eq!(m.waiting_for, net.ranks[r].signalled_by(m.round));
+                assert!(m.not_heard_from.contains(&m.waiting_for));
+                let text = m.to_string();
+                assert!(
+                    text.contains(&format!("barrier epoch {}", m.epoch)),
+                    "{text}"
+                );
+                assert!(
+                    text.contains(&format!("round {} of {}", m.round + 1, rounds(p))),
+                    "{text}"
+                );
+            }
+            // Rank `to` waits on the cut link in round 0 of epoch 1 (it is
+            // signalled by `from` in round 0).
+            assert!(
+                stuck > 0,
+                "P = {p}, seed {seed}: a cut link must stop someone"
+            );
+            let mut out = Vec::new();
+            match net.ranks[to as usize].progress(&mut out) {
+                Progress::Waiting(m) => {
+                    assert_eq!((m.epoch, m.round, m.waiting_for), (1, 0, from));
+                    assert_eq!(
+                        m.to_string()
+                            .split("for rank ")
+                            .nth(1)
+                            .map(|s| s.starts_with(&from.to_string())),
+                        Some(true)
+                    );
+                }
+                other => panic!("rank {to} should wait for rank {from}, is {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn lost_messages_stop_the_barrier_safely_and_leave_a_diagnostic() {
+    for p in 2..=8u32 {
+        for seed in 0..100u64 {
+            let mut net = Network::new(p, 3);
+            net.run_random(&mut Rng::new(seed), 10);
+            // Safety was asserted at every completion; whoever is stuck says why.
+            for r in 0..p as usize {
+                if net.inside[r] {
+                    let mut out = Vec::new();
+                    assert!(matches!(
+                        net.ranks[r].progress(&mut out),
+                        Progress::Waiting(_)
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_diagnostic_lists_who_has_not_been_heard_from() {
+    let mut b = Barrier::new(0, 8);
+    let t = Instant::now();
+    b.enter(t);
+    let mut out = Vec::new();
+    let Progress::Waiting(m) = b.progress(&mut out) else {
+        panic!("waits")
+    };
+    assert_eq!(m.not_heard_from, vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(
+        m.to_string(),
+        "barrier epoch 1 on rank 0: waiting in round 1 of 3 for rank 7; no word yet from ranks 1, 2, 3, 4, 5, 6, 7"
+    );
+    b.on_message(7, 1, 0).unwrap();
+    let Progress::Waiting(m) = b.progress(&mut out) else {
+        panic!("waits")
+    };
+    assert_eq!((m.round, m.waiting_for), (1, 6));
+    assert_eq!(m.not_heard_from, vec![1, 2, 3, 4, 5, 6], "rank 7 arrived");
+    b.on_message(6, 1, 1).unwrap();
+    let Progress::Waiting(m) = b.progress(&mut out) else {
+        panic!("waits")
+    };
+    assert_eq!(
+        m.not_heard_from,
+        vec![1, 2, 3, 4],
+        "ranks 5, 6, 7 arrived (5 through 6)"
+    );
+}

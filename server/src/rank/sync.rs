@@ -1,0 +1,259 @@
+//! Synchronisation: `quiet`, `barrier`, `wait` and `test`. Every one has a
+//! deadline, and at the deadline it fails with a report of what is missing
+//! — the outstanding ops, the barrier's epoch, round and silent ranks, the
+//! signal cell and its last value — naming the ranks that are dead or cut
+//! off. The same report goes to the log.
+
+use super::{Rank, WindowId};
+use crate::error::{AccessError, Error, Result, unreachable_note};
+use pld_proto::barrier::{Progress, join};
+use pld_proto::v1::{GetRequest, header::Body};
+use pld_proto::{Cmp, OpKind};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a rank that is named in a report may take to answer a probe
+/// before it is reported unreachable.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+impl Rank {
+    /// Waits until every op this rank issued before the call has completed
+    /// at its target, for at most the op timeout.
+    pub async fn quiet(&self) -> Result<()> {
+        self.quiet_within(self.state.config.op_timeout).await
+    }
+
+    /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
+    /// the outstanding ops per peer.
+    pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
+        self.quiet_until(Instant::now() + timeout, timeout).await
+    }
+
+    async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
+        let tickets: Vec<_> = self
+            .links
+            .iter()
+            .flatten()
+            .map(|l| (l, l.ticket()))
+            .collect();
+        let mut late = Vec::new();
+        for (link, ticket) in &tickets {
+            if !link.wait_done_before(*ticket, deadline).await {
+                late.push((*link, *ticket));
+            }
+        }
+        let report: Vec<String> = late
+            .iter()
+            .filter_map(|(l, t)| l.report_before(*t))
+            .collect();
+        if report.is_empty() {
+            return Ok(());
+        }
+        let peers: Vec<u32> = late.iter().map(|(l, _)| l.peer).collect();
+        let e = Error::QuietTimeout {
+            timeout,
+            outstanding: report.join("; "),
+            unreachable: self.unreachable(&peers).await,
+        };
+        tracing::error!(rank = self.rank(), "{e}");
+        Err(e)
+    }
+
+    /// Waits until every rank has entered the barrier, for at most the sync
+    /// timeout. Every put, atomic and notify this rank issued before it is
+    /// applied at its target before any rank leaves.
+    pub async fn barrier(&self) -> Result<()> {
+        self.barrier_within(self.state.config.sync_timeout).await
+    }
+
+    /// [`Rank::barrier`] with an explicit deadline. At the deadline it fails
+    /// with the epoch, the round, the ranks not heard from and those that
+    /// are unreachable; the barrier then stays pending, and the next barrier
+    /// call resumes it.
+    pub async fn barrier_within(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        // A barrier is quiet + dissemination: once this rank signals, its
+        // earlier ops are applied, and nobody leaves before every rank signalled.
+        self.quiet_until(deadline, timeout).await?;
+        let state = &self.state;
+        let lock = || state.barrier.lock().unwrap_or_else(|p| p.into_inner());
+        lock().enter(std::time::Instant::now());
+        let mut out = Vec::new();
+        loop {
+            let woken = state.barrier_wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let progress = lock().progress(&mut out);
+            for s in out.drain(..) {
+                if let Some(Some(link)) = self.links.get(s.to as usize) {
+                    // A lost link shows in the report at the deadline.
+                    if let Err(e) = link.signal(s.epoch, s.round).await {
+                        tracing::debug!(to = s.to, error = %e, "barrier signal not sent");
+                    }
+                }
+            }
+            match progress {
+                Progress::Done { .. } | Progress::Idle => return Ok(()),
+                Progress::Waiting(missing) => {
+                    if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                        // One last look: the message may have raced the deadline.
+                        let last = lock().progress(&mut out);
+                        if let Progress::Waiting(missing) = last {
+                            return Err(self.barrier_timeout(missing, timeout).await);
+                        }
+                        debug_assert!(out.is_empty(), "the last round sends nothing");
+                        return Ok(());
+                    }
+                    drop(missing);
+                }
+            }
+        }
+    }
+
+    async fn barrier_timeout(&self, m: pld_proto::barrier::Missing, timeout: Duration) -> Error {
+        let unreachable = self.unreachable(&m.not_heard_from).await;
+        let hint = if unreachable.is_empty() {
+            format!(
+                "; rank{} {} answer{} but did not enter this barrier",
+                if m.not_heard_from.len() == 1 { "" } else { "s" },
+                join(&m.not_heard_from),
+                if m.not_heard_from.len() == 1 { "s" } else { "" },
+            )
+        } else {
+            unreachable_note(&unreachable)
+        };
+        let report = format!("{m} (timed out after {timeout:?}){hint}");
+        tracing::error!(rank = self.rank(), "{report}");
+        Error::BarrierTimeout {
+            epoch: m.epoch,
+            round: m.round + 1,
+            waiting_for: m.waiting_for,
+            not_heard_from: m.not_heard_from,
+            unreachable,
+            report,
+        }
+    }
+
+    /// Whether this rank's int32 signal cell at `offset` satisfies
+    /// `value cmp expected` now.
+    pub fn test(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) -> Result<bool> {
+        let (w, _) = self.signal_cell(win, offset, cmp)?;
+        let v = w
+            .load_signal(offset)
+            .map_err(self.refused(OpKind::Notify, self.rank()))?;
+        Ok(cmp.holds(v, expected))
+    }
+
+    /// Waits until this rank's int32 signal cell at `offset` satisfies
+    /// `value cmp expected`, for at most the sync timeout; returns the value.
+    pub async fn wait(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) -> Result<i32> {
+        self.wait_within(win, offset, cmp, expected, self.state.config.sync_timeout)
+            .await
+    }
+
+    /// [`Rank::wait`] with an explicit timeout. At the deadline it fails
+    /// naming the cell, the expected value and the last value seen.
+    pub async fn wait_within(
+        &self,
+        win: WindowId,
+        offset: u64,
+        cmp: Cmp,
+        expected: i32,
+        timeout: Duration,
+    ) -> Result<i32> {
+        let (w, _) = self.signal_cell(win, offset, cmp)?;
+        let deadline = Instant::now() + timeout;
+        let mut last = 0;
+        let held = self
+            .state
+            .windows
+            .board()
+            .until(deadline, || {
+                last = w.load_signal(offset).unwrap_or(last);
+                cmp.holds(last, expected)
+            })
+            .await;
+        if held {
+            return Ok(last);
+        }
+        let peers: Vec<u32> = (0..self.nranks()).filter(|r| *r != self.rank()).collect();
+        let unreachable = self.unreachable(&peers).await;
+        let report = format!(
+            "wait on rank {} for signal cell {offset} of window '{}' to be {cmp} {expected} timed out after {timeout:?}; last value seen {last}{}",
+            self.rank(),
+            w.name(),
+            unreachable_note(&unreachable)
+        );
+        tracing::error!(rank = self.rank(), "{report}");
+        Err(Error::WaitTimeout {
+            window: w.name().to_string(),
+            offset,
+            cmp,
+            expected,
+            last,
+            unreachable,
+            report,
+        })
+    }
+
+    fn signal_cell(
+        &self,
+        win: WindowId,
+        offset: u64,
+        cmp: Cmp,
+    ) -> Result<(&crate::window::Window, usize)> {
+        let me = self.rank();
+        let w = self.win(OpKind::Notify, me, win)?;
+        if cmp == Cmp::Unspecified {
+            return Err(self.refused(OpKind::Notify, me)(AccessError::InvalidCmp {
+                value: cmp as i32,
+            }));
+        }
+        let at = w
+            .check_signal(offset)
+            .map_err(self.refused(OpKind::Notify, me))?;
+        Ok((w, at))
+    }
+
+    /// Which of `peers` are dead or cut off, and why: a lost link, or no
+    /// answer to a zero-length get within half a second.
+    pub async fn unreachable(&self, peers: &[u32]) -> Vec<(u32, String)> {
+        let mut probes = tokio::task::JoinSet::new();
+        for &p in peers {
+            let Some(Some(link)) = self.links.get(p as usize) else {
+                continue;
+            };
+            if let Some(why) = link.lost_reason() {
+                probes.spawn(std::future::ready((p, Some(why.to_string()))));
+                continue;
+            }
+            let link = Arc::clone(link);
+            probes.spawn(async move {
+                let probe = Body::Get(GetRequest {
+                    window: 0,
+                    offset: 0,
+                    len: 0,
+                });
+                let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
+                    link.send(OpKind::Get, probe, &[]).await?.wait().await
+                })
+                .await;
+                let why = match answer {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(_) => Some(format!("no answer to a probe within {PROBE_TIMEOUT:?}")),
+                };
+                (p, why)
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(Ok((p, why))) = probes.join_next().await {
+            if let Some(why) = why {
+                out.push((p, why));
+            }
+        }
+        out.sort_by_key(|(p, _)| *p);
+        out
+    }
+}

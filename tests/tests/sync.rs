@@ -1,0 +1,389 @@
+//! Barrier, signals and the reports of hangs, over real sockets. The
+//! multi-process tests put every rank in its own process (`pld-test-rank`
+//! embeds the rank engine as a user's program would); a `pld-daemon` cannot
+//! enter a barrier of its own accord.
+
+use pld_proto::MsgKind;
+use pld_proto::barrier::rounds;
+use pld_server::{Cmp, Error, NotifyOp, Rank, TransportKind};
+use pld_tests::{Cluster, Daemon, both, loopback_peers, rank_config};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs `scenario` on `p` rank processes and checks that each prints `ok`;
+/// returns their summary lines.
+fn on_processes(t: TransportKind, p: u32, scenario: &[&str], within: Duration) -> Vec<String> {
+    let peers = loopback_peers(p as usize);
+    let procs: Vec<Daemon> = (0..p)
+        .map(|r| Daemon::worker(r, &peers, t, scenario))
+        .collect();
+    let mut lines = Vec::new();
+    for w in procs {
+        let line = w.next_line(within).unwrap_or_default();
+        let rank = w.rank;
+        let (ok, stderr) = w.wait_exit(Duration::from_secs(10));
+        assert!(
+            ok && line.starts_with("ok"),
+            "rank {rank} of {p} failed: {line}\n{stderr}"
+        );
+        lines.push(line);
+    }
+    lines
+}
+
+both!(
+    a_thousand_back_to_back_barriers_at_4_ranks_in_4_processes,
+    180,
+    |t: TransportKind| async move {
+        let lines = tokio::task::spawn_blocking(move || {
+            on_processes(t, 4, &["barriers", "1000"], Duration::from_secs(150))
+        })
+        .await
+        .unwrap();
+        // Each rank sends one message per round: 1000 x 2 rounds.
+        for l in &lines {
+            assert!(l.contains("barriers=1000 barrier_msgs_sent=2000"), "{l}");
+        }
+    }
+);
+
+both!(
+    store_mode_ring_reads_the_left_neighbours_value_after_every_barrier,
+    600,
+    |t: TransportKind| async move {
+        for p in [2u32, 3, 4, 8] {
+            let started = Instant::now();
+            tokio::task::spawn_blocking(move || {
+                on_processes(
+                    t,
+                    p,
+                    &["ring-store", "1000", "200"],
+                    Duration::from_secs(240),
+                )
+            })
+            .await
+            .unwrap();
+            eprintln!("P = {p}: 1000 iterations in {:.1?}", started.elapsed());
+        }
+    }
+);
+
+async fn embedded(
+    t: TransportKind,
+    p: u32,
+    tweak: impl Fn(&mut pld_server::Config),
+) -> Vec<Arc<Rank>> {
+    let peers = loopback_peers(p as usize);
+    let mut set = tokio::task::JoinSet::new();
+    for r in 0..p {
+        let mut c = rank_config(r, &peers, t);
+        tweak(&mut c);
+        set.spawn(async move { (r, Rank::start(c).await.expect("rank starts")) });
+    }
+    let mut ranks: Vec<Option<Arc<Rank>>> = (0..p).map(|_| None).collect();
+    while let Some(j) = set.join_next().await {
+        let (r, rank) = j.unwrap();
+        ranks[r as usize] = Some(Arc::new(rank));
+    }
+    ranks.into_iter().flatten().collect()
+}
+
+/// Every rank runs `n` barriers at once.
+async fn barriers(ranks: &[Arc<Rank>], n: usize) {
+    let tasks: Vec<_> = ranks
+        .iter()
+        .cloned()
+        .map(|r| {
+            tokio::spawn(async move {
+                for _ in 0..n {
+                    r.barrier().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+both!(
+    one_barrier_sends_p_times_ceil_log2_p_messages,
+    120,
+    |t: TransportKind| async move {
+        for p in [2u32, 3, 5, 8] {
+            let ranks = embedded(t, p, |_| {}).await;
+            let count = |ranks: &[Arc<Rank>]| -> (u64, u64) {
+                ranks.iter().fold((0, 0), |(s, r), rank| {
+                    let st = rank.stats();
+                    (
+                        s + st.msgs_sent(MsgKind::Barrier),
+                        r + st.msgs_received(MsgKind::Barrier),
+                    )
+                })
+            };
+            barriers(&ranks, 1).await;
+            let want = p as u64 * rounds(p) as u64;
+            assert_eq!(count(&ranks), (want, want), "P = {p}: one barrier");
+            barriers(&ranks, 10).await;
+            assert_eq!(
+                count(&ranks),
+                (11 * want, 11 * want),
+                "P = {p}: eleven barriers"
+            );
+        }
+    }
+);
+
+both!(
+    a_rank_killed_during_a_barrier_is_named_by_the_survivors,
+    120,
+    |t: TransportKind| async move {
+        let timeout = Duration::from_secs(3);
+        let peers = loopback_peers(4);
+        // Rank 3 is its own process; ranks 0-2 run here. All run barriers in a loop.
+        let mut victim = Daemon::worker(
+            3,
+            &peers,
+            t,
+            &["--sync-timeout", "60s", "barriers", "1000000"],
+        );
+        let mut set = tokio::task::JoinSet::new();
+        for r in 0..3 {
+            let mut c = rank_config(r, &peers, t);
+            c.sync_timeout = timeout;
+            set.spawn(async move { Rank::start(c).await.expect("rank starts") });
+        }
+        let mut survivors = Vec::new();
+        while let Some(j) = set.join_next().await {
+            survivors.push(Arc::new(j.unwrap()));
+        }
+        let done = Arc::new(AtomicU64::new(0));
+        let loops: Vec<_> = survivors
+            .iter()
+            .cloned()
+            .map(|r| {
+                let done = done.clone();
+                tokio::spawn(async move {
+                    loop {
+                        if let Err(e) = r.barrier().await {
+                            return (r.rank(), e, Instant::now());
+                        }
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        // Let the cluster run barriers, then kill rank 3 in the middle of them.
+        while done.load(Ordering::Relaxed) < 60 {
+            tokio::task::yield_now().await;
+        }
+        victim.kill();
+        let killed = Instant::now();
+        for l in loops {
+            let (rank, e, at) = l.await.unwrap();
+            let took = at.duration_since(killed);
+            assert!(
+                took < timeout + Duration::from_millis(1500),
+                "rank {rank} reported after {took:?}"
+            );
+            match &e {
+                Error::BarrierTimeout {
+                    unreachable,
+                    report,
+                    ..
+                } => {
+                    assert!(
+                        unreachable.iter().any(|(r, _)| *r == 3),
+                        "rank {rank}: {report}"
+                    );
+                    assert!(
+                        report.contains("rank 3 is unreachable"),
+                        "rank {rank}: {report}"
+                    );
+                }
+                other => panic!("rank {rank}: expected a barrier timeout, got {other}"),
+            }
+        }
+    }
+);
+
+both!(
+    a_barrier_that_a_live_rank_never_enters_names_it_and_resumes,
+    60,
+    |t: TransportKind| async move {
+        // Rank 3 is a pld-daemon: alive, answering, but never in a barrier.
+        let c = Cluster::start(t, 4, &[3]).await;
+        let ranks: Vec<&Rank> = (0..3).map(|r| c.rank(r)).collect();
+        let results = futures_join(
+            ranks
+                .iter()
+                .map(|r| r.barrier_within(Duration::from_millis(800))),
+        )
+        .await;
+        for (r, res) in results.into_iter().enumerate() {
+            match res {
+                Err(Error::BarrierTimeout {
+                    epoch,
+                    not_heard_from,
+                    unreachable,
+                    report,
+                    ..
+                }) => {
+                    assert_eq!(epoch, 1);
+                    assert!(not_heard_from.contains(&3), "rank {r}: {report}");
+                    assert!(unreachable.is_empty(), "rank 3 is alive: {report}");
+                    assert!(report.contains("barrier epoch 1 on rank"), "{report}");
+                    assert!(
+                        report.contains("answer") && report.contains("did not enter this barrier"),
+                        "{report}"
+                    );
+                }
+                other => panic!("rank {r}: expected a barrier timeout, got {other:?}"),
+            }
+        }
+    }
+);
+
+/// Polls several futures of one type to completion together.
+async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut fs: Vec<_> = fs.map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+both!(
+    wait_returns_once_notifies_meet_the_condition,
+    60,
+    |t: TransportKind| async move {
+        let c = Cluster::start(t, 3, &[2]).await;
+        let signal = c.window("signal");
+        let (r0, r1) = (c.rank(0), c.rank(1));
+        let waiter = async {
+            let v = r1.wait(signal, 8, Cmp::Ge, 3).await.unwrap();
+            assert!(v >= 3);
+            v
+        };
+        let notifier = async {
+            for _ in 0..3 {
+                r0.notify(1, signal, 8, 1, NotifyOp::AtomicAdd)
+                    .await
+                    .unwrap();
+            }
+        };
+        let (v, ()) = tokio::join!(waiter, notifier);
+        assert_eq!(v, 3);
+        // Every comparison, negative values included.
+        r0.notify(1, signal, 12, -5, NotifyOp::Set).await.unwrap();
+        for (cmp, expected, holds) in [
+            (Cmp::Eq, -5, true),
+            (Cmp::Ne, -5, false),
+            (Cmp::Gt, -6, true),
+            (Cmp::Ge, -5, true),
+            (Cmp::Lt, -5, false),
+            (Cmp::Le, -4, true),
+        ] {
+            assert_eq!(
+                r1.test(signal, 12, cmp, expected).unwrap(),
+                holds,
+                "-5 {cmp} {expected}"
+            );
+            if holds {
+                assert_eq!(r1.wait(signal, 12, cmp, expected).await.unwrap(), -5);
+            }
+        }
+        // A wait on the own cell wakes on the own rank's notify too.
+        let (v, ()) = tokio::join!(r1.wait(signal, 16, Cmp::Eq, 7), async {
+            r1.notify(1, signal, 16, 7, NotifyOp::Set).await.unwrap();
+        });
+        assert_eq!(v.unwrap(), 7);
+    }
+);
+
+both!(
+    a_wait_that_cannot_finish_names_cell_expected_and_last_value,
+    60,
+    |t: TransportKind| async move {
+        let c = Cluster::start(t, 2, &[1]).await;
+        let signal = c.window("signal");
+        let r = c.rank(0);
+        r.notify(0, signal, 8, 2, NotifyOp::Set).await.unwrap();
+        let started = Instant::now();
+        let e = r
+            .wait_within(signal, 8, Cmp::Eq, 5, Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        match &e {
+            Error::WaitTimeout {
+                window,
+                offset,
+                expected,
+                last,
+                ..
+            } => {
+                assert_eq!(
+                    (window.as_str(), *offset, *expected, *last),
+                    ("signal", 8, 5, 2)
+                );
+            }
+            other => panic!("expected a wait timeout, got {other}"),
+        }
+        let text = e.to_string();
+        assert!(
+            text.contains("signal cell 8 of window 'signal' to be == 5"),
+            "{text}"
+        );
+        assert!(text.contains("last value seen 2"), "{text}");
+        // A bad comparison or cell is refused before waiting.
+        assert!(r.wait(signal, 9, Cmp::Eq, 1).await.is_err());
+        assert!(r.test(signal, 0, Cmp::Unspecified, 1).is_err());
+    }
+);
+
+#[test]
+fn a_quiet_that_cannot_finish_lists_the_outstanding_ops_per_peer() {
+    pld_tests::run(Duration::from_secs(60), async {
+        // Rank 1 is a fake that accepts requests and never answers.
+        let t = TransportKind::Tcp;
+        let peers = loopback_peers(2);
+        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
+        let mut conns = pld_tests::raw::fake_rank(listener, 1, 2).await;
+        let mut c = rank_config(0, &peers, t);
+        c.op_timeout = Duration::from_secs(30);
+        let r = Rank::start(c).await.unwrap();
+        let _held = conns.recv().await;
+        let data = r.window("data").unwrap();
+        for _ in 0..3 {
+            drop(r.put_nb(1, data, 0, b"never acked").await.unwrap());
+        }
+        let e = r
+            .quiet_within(Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("rank 1: 3 ops (put #1 for"), "{text}");
+        assert!(text.contains("put #3"), "{text}");
+        assert!(
+            text.contains("rank 1 is unreachable (no answer to a probe"),
+            "{text}"
+        );
+    });
+}
