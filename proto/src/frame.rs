@@ -294,6 +294,7 @@ mod tests {
             body: Some(Body::Put(PutRequest {
                 window: 1,
                 offset: 64,
+                region: None,
             })),
         }
     }
@@ -309,6 +310,7 @@ mod tests {
                 window: 0,
                 offset: 8,
                 len: 16,
+                region: None,
             })),
         };
         wire.extend_from_slice(&encode(&get, b""));

@@ -18,6 +18,7 @@ pub mod barrier;
 pub mod dtype;
 pub mod frame;
 pub mod handshake;
+pub mod region;
 pub mod signal;
 pub mod track;
 

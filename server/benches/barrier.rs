@@ -124,10 +124,16 @@ fn raw_round_trip(t: TransportKind, iters: usize) -> Duration {
                 }
             }
             TransportKind::Quic => {
-                let Endpoint::Quic(e) = Endpoint::quic_client(&QuicSettings::default()).expect("client") else {
+                let Endpoint::Quic(e) =
+                    Endpoint::quic_client(&QuicSettings::default()).expect("client")
+                else {
                     unreachable!("asked for quic")
                 };
-                let conn = e.connect(addr, "rank-1.pld").expect("connect").await.expect("conn");
+                let conn = e
+                    .connect(addr, "rank-1.pld")
+                    .expect("connect")
+                    .await
+                    .expect("conn");
                 let (mut send, mut recv) = conn.open_bi().await.expect("stream");
                 for i in 0..iters + warm {
                     if i == warm {
@@ -149,7 +155,11 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let ranks = if ranks.is_empty() { vec![2, 4, 8, 16] } else { ranks };
+    let ranks = if ranks.is_empty() {
+        vec![2, 4, 8, 16]
+    } else {
+        ranks
+    };
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     // A dissemination round is one one-way message: compare a barrier with
     // rounds x half a round trip.

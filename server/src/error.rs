@@ -51,6 +51,12 @@ pub enum AccessError {
     /// A window id that the target does not have.
     #[error("unknown window id {id}: this rank has {count} windows")]
     UnknownWindow { id: u32, count: usize },
+    /// A 2-D region that cannot be (overlapping rows, an extent that overflows).
+    #[error("bad region: {reason}")]
+    BadRegion { reason: String },
+    /// A payload whose length is not the region's packed size.
+    #[error("the payload holds {got} bytes, the region {expected}")]
+    PayloadLength { expected: u64, got: u64 },
     /// A get whose reply would not fit the origin's frame limit.
     #[error("a get of {len} bytes exceeds the origin's frame limit of {max} bytes")]
     ReplyTooLarge { len: u64, max: u64 },
@@ -79,7 +85,9 @@ impl AccessError {
             AccessError::InvalidNotifyOp { .. }
             | AccessError::InvalidCmp { .. }
             | AccessError::ValueOutOfRange { .. }
-            | AccessError::ReplyTooLarge { .. } => ErrorCode::InvalidArgument,
+            | AccessError::ReplyTooLarge { .. }
+            | AccessError::BadRegion { .. }
+            | AccessError::PayloadLength { .. } => ErrorCode::InvalidArgument,
             AccessError::NotARequest => ErrorCode::UnexpectedMessage,
         }
     }
@@ -104,6 +112,10 @@ pub enum Error {
         rank: u32,
         error: AccessError,
     },
+    /// A transfer's chunking, shape or buffers do not fit together; nothing
+    /// was sent.
+    #[error("{op}: {reason}")]
+    InvalidTransfer { op: OpKind, reason: String },
     /// The target refused the request; no byte of its window changed.
     #[error("rank {rank} rejected {op} #{id}: {message}")]
     Rejected {

@@ -24,5 +24,5 @@ pub mod window;
 pub use config::{Config, TransportKind, WindowConfig};
 pub use error::{AccessError, Error, Result};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
-pub use rank::{OpHandle, Rank, WindowId};
+pub use rank::{Chunking, Layout, OpHandle, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;

@@ -179,6 +179,11 @@ impl Daemon {
         }
     }
 
+    /// The process's peak resident memory (VmHWM), in bytes.
+    pub fn peak_memory(&self) -> Option<u64> {
+        peak_memory_of(self.child.id())
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
@@ -231,14 +236,27 @@ impl Cluster {
         daemons: &[u32],
         tweak: impl Fn(&mut Config),
     ) -> Cluster {
+        Self::start_windows(transport, n, daemons, &WINDOWS, tweak).await
+    }
+
+    /// As [`Cluster::start_with`], with other windows (`NAME=SIZE`) on every rank.
+    pub async fn start_windows(
+        transport: TransportKind,
+        n: u32,
+        daemons: &[u32],
+        windows: &[&str],
+        tweak: impl Fn(&mut Config),
+    ) -> Cluster {
         let peers = loopback_peers(n as usize);
+        let window_args: Vec<&str> = windows.iter().flat_map(|w| ["--window", *w]).collect();
         let mut procs: Vec<Daemon> = daemons
             .iter()
-            .map(|r| Daemon::spawn(*r, &peers, transport, &[]))
+            .map(|r| Daemon::spawn(*r, &peers, transport, &window_args))
             .collect();
         let mut set = tokio::task::JoinSet::new();
         for r in (0..n).filter(|r| !daemons.contains(r)) {
             let mut c = rank_config(r, &peers, transport);
+            c.windows = windows.iter().map(|w| w.parse().expect("window")).collect();
             tweak(&mut c);
             set.spawn(async move { (r, Rank::start(c).await) });
         }
@@ -292,6 +310,14 @@ impl Cluster {
     pub fn n(&self) -> u32 {
         self.ranks.len() as u32
     }
+}
+
+/// Peak resident memory (VmHWM) of process `pid`, in bytes (Linux).
+pub fn peak_memory_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Deterministic pseudo-random bytes.

@@ -11,6 +11,7 @@ use super::handshake::{self, Established};
 use super::{RankState, ReadError};
 use crate::error::AccessError;
 use crate::transport::{Endpoint, PeerWriter};
+use crate::window::Rows;
 use bytes::BytesMut;
 use pld_proto::frame::{self, error_header};
 use pld_proto::v1::{Ack, ErrorCode, GetReply, Header, Hello, ValueReply, header::Body};
@@ -116,11 +117,10 @@ async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut BytesMut) -> std
 /// What a request produced.
 enum Outcome {
     Ack,
-    /// A get: `len` bytes at `offset` of window `window` (checked).
+    /// A get: the region's rows of window `window` (checked).
     Data {
         window: u32,
-        offset: u64,
-        len: usize,
+        rows: Rows,
     },
     Value(i64),
 }
@@ -165,17 +165,13 @@ fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
     match outcome {
         Ok(Outcome::Ack) => push(state, out, id, Body::Ack(Ack {}), 0),
         Ok(Outcome::Value(v)) => push(state, out, id, Body::Value(ValueReply { previous: v }), 0),
-        Ok(Outcome::Data {
-            window,
-            offset,
-            len,
-        }) => {
-            push(state, out, id, Body::GetReply(GetReply {}), len);
+        Ok(Outcome::Data { window, rows }) => {
+            push(state, out, id, Body::GetReply(GetReply {}), rows.len());
             let start = out.len();
-            out.resize(start + len, 0);
-            // Checked in `execute`; cannot fail here.
+            out.resize(start + rows.len(), 0);
+            // Checked in `run`; cannot fail here.
             if let Ok(w) = state.windows.get(window) {
-                let _ = w.read_into(offset, &mut out[start..]);
+                let _ = w.read_rows_into(rows, &mut out[start..]);
             }
         }
         Err(e) => {
@@ -213,29 +209,49 @@ fn run(
     let dtype = |v: i32| Dtype::from_wire(v).ok_or(AccessError::UnknownDtype { value: v });
     match body {
         Body::Put(r) => {
-            state.windows.get(r.window)?.write(r.offset, payload)?;
+            let w = state.windows.get(r.window)?;
+            match &r.region {
+                None => w.write(r.offset, payload)?,
+                Some(region) => w.write_rows(w.check_region(r.offset, region)?, payload)?,
+            }
             Ok(Outcome::Ack)
         }
         Body::Get(r) => {
             let w = state.windows.get(r.window)?;
-            w.check_range(r.offset, r.len)?;
+            let rows = match &r.region {
+                None => w.check_contiguous(r.offset, r.len)?,
+                Some(region) => w.check_region(r.offset, region)?,
+            };
             // The reply must fit the origin's frame limit; origins split
             // bigger gets, so only a broken peer asks for more.
-            if r.len > peer.max_payload {
+            if rows.len() as u64 > peer.max_payload {
                 return Err(AccessError::ReplyTooLarge {
-                    len: r.len,
+                    len: rows.len() as u64,
                     max: peer.max_payload,
                 });
             }
             Ok(Outcome::Data {
                 window: r.window,
-                offset: r.offset,
-                len: r.len as usize,
+                rows,
             })
         }
         Body::AtomicAdd(r) => {
             let w = state.windows.get(r.window)?;
-            w.atomic_add(r.offset, dtype(r.dtype)?, payload)?;
+            let d = dtype(r.dtype)?;
+            match &r.region {
+                None => w.atomic_add(r.offset, d, payload)?,
+                Some(region) => {
+                    if region.dtype != r.dtype {
+                        return Err(AccessError::BadRegion {
+                            reason: format!(
+                                "the region's dtype {} differs from the add's {d}",
+                                dtype(region.dtype)?
+                            ),
+                        });
+                    }
+                    w.atomic_add_rows(w.check_region(r.offset, region)?, d, payload)?
+                }
+            }
             Ok(Outcome::Ack)
         }
         Body::FetchAdd(r) => {

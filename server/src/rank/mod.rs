@@ -5,7 +5,11 @@
 //! completion and ordering rules every op follows.
 
 mod handle;
+mod region;
 mod sync;
+
+pub use pld_proto::region::{Layout, Shape};
+pub use region::{Chunking, Transfer};
 
 pub use handle::OpHandle;
 
@@ -19,10 +23,8 @@ use crate::transport::{Endpoint, QuicSettings};
 use crate::window::{Window, Windows, check_fits};
 use bytes::Bytes;
 use handle::{Check, Finish};
-use pld_proto::v1::{
-    AtomicAddRequest, CompareSwapRequest, FetchAddRequest, GetRequest, NotifyRequest, PutRequest,
-    header::Body,
-};
+use pld_proto::region::ChunkPlan;
+use pld_proto::v1::{CompareSwapRequest, FetchAddRequest, GetRequest, NotifyRequest, header::Body};
 use pld_proto::{Dtype, Element, NotifyOp, OpKind};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -285,23 +287,16 @@ impl Rank {
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
-        async {
-            let mut parts = Vec::new();
-            for (at, n) in pieces(data.len(), link.peer_max_payload) {
-                let body = Body::Put(PutRequest {
-                    window: win.0,
-                    offset: offset + at as u64,
-                });
-                parts.push(link.send(op, body, &data[at..at + n]).await?);
-            }
-            Ok(OpHandle::remote(
-                parts,
-                check(peer, op, None),
-                handle::acked,
-            ))
-        }
-        .instrument(span)
-        .await
+        let t = contiguous(Dtype::Int8, offset, data.len() as u64);
+        let plan = ChunkPlan::by_rows(t.shape, link.peer_max_payload as u64);
+        let parts = region::send_chunks(link, op, win, &t, data, plan, usize::MAX)
+            .instrument(span)
+            .await?;
+        Ok(OpHandle::remote(
+            parts.into(),
+            check(peer, op, None),
+            handle::acked,
+        ))
     }
 
     /// Reads `len` bytes at byte `offset` of `peer`'s window.
@@ -333,6 +328,7 @@ impl Rank {
                     window: win.0,
                     offset: offset + at as u64,
                     len: n as u64,
+                    region: None,
                 });
                 parts.push(link.send(op, body, &[]).await?);
             }
@@ -398,27 +394,17 @@ impl Rank {
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
-        async {
-            // Split on element boundaries.
-            let size = dtype.size();
-            let max = (link.peer_max_payload / size * size).max(size);
-            let mut parts = Vec::new();
-            for (at, n) in pieces(operands.len(), max) {
-                let body = Body::AtomicAdd(AtomicAddRequest {
-                    window: win.0,
-                    offset: offset + at as u64,
-                    dtype: dtype as i32,
-                });
-                parts.push(link.send(op, body, &operands[at..at + n]).await?);
-            }
-            Ok(OpHandle::remote(
-                parts,
-                check(peer, op, None),
-                handle::acked,
-            ))
-        }
-        .instrument(span)
-        .await
+        let size = dtype.size() as u64;
+        let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
+        let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
+        let parts = region::send_chunks(link, op, win, &t, operands, plan, usize::MAX)
+            .instrument(span)
+            .await?;
+        Ok(OpHandle::remote(
+            parts.into(),
+            check(peer, op, None),
+            handle::acked,
+        ))
     }
 
     /// Atomically adds `value` to the int32/int64 cell at `offset`; returns
@@ -581,6 +567,23 @@ impl Rank {
     /// order; `fence` only checks the rank. See `docs/semantics.md`.
     pub fn fence(&self, peer: u32) -> Result<()> {
         self.target(peer).map(|_| ())
+    }
+}
+
+/// A one-row transfer of `len` elements of `dtype` from the start of the
+/// caller's buffer to element `offset` of the window.
+fn contiguous(dtype: Dtype, offset: u64, len: u64) -> Transfer {
+    Transfer {
+        dtype,
+        shape: Shape { rows: 1, cols: len },
+        dst: Layout {
+            offset,
+            row_stride: len,
+        },
+        src: Layout {
+            offset: 0,
+            row_stride: len,
+        },
     }
 }
 

@@ -234,6 +234,7 @@ impl Rank {
                     window: 0,
                     offset: 0,
                     len: 0,
+                    region: None,
                 });
                 let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
                     link.send(OpKind::Get, probe, &[]).await?.wait().await

@@ -63,6 +63,37 @@ impl ChangeBoard {
     }
 }
 
+/// A region of a window that passed the checks: where its rows are, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    start: usize,
+    rows: usize,
+    row_bytes: usize,
+    stride_bytes: usize,
+}
+
+impl Rows {
+    /// Bytes the region holds (its packed size).
+    pub fn len(&self) -> usize {
+        self.rows * self.row_bytes
+    }
+
+    /// Whether the region holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The byte range of row `i` in the window.
+    fn row(&self, i: usize) -> Range<usize> {
+        let at = self.start + i * self.stride_bytes;
+        at..at + self.row_bytes
+    }
+
+    fn rows(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        (0..self.rows).map(|i| self.row(i))
+    }
+}
+
 /// Alignment of every window's base address: a page, so that every element
 /// offset that is a multiple of its size is naturally aligned.
 const WINDOW_ALIGN: usize = 4096;
@@ -169,6 +200,123 @@ impl Window {
             return Err(AccessError::MisalignedLength { len, dtype, size });
         }
         self.check_range(offset, len)
+    }
+
+    /// Checks a 2-D region of `region.dtype` elements that starts at byte
+    /// `offset`: the dtype, the alignment, the row stride and every row's
+    /// bounds.
+    pub fn check_region(
+        &self,
+        offset: u64,
+        region: &pld_proto::v1::Region,
+    ) -> Result<Rows, AccessError> {
+        use pld_proto::region::{Layout, Shape};
+        let dtype = Dtype::from_wire(region.dtype).ok_or(AccessError::UnknownDtype {
+            value: region.dtype,
+        })?;
+        let elem = dtype.size() as u64;
+        if offset % elem != 0 {
+            return Err(AccessError::MisalignedOffset {
+                window: self.name.clone(),
+                offset,
+                dtype,
+                size: elem as usize,
+            });
+        }
+        let shape = Shape {
+            rows: region.rows,
+            cols: region.cols,
+        };
+        let layout = Layout {
+            offset: 0,
+            row_stride: region.row_stride,
+        };
+        let bad = |reason: String| AccessError::BadRegion { reason };
+        let span = layout
+            .span(shape)
+            .map_err(|e| bad(e.to_string()))?
+            .checked_mul(elem)
+            .ok_or_else(|| bad("the region's extent overflows".into()))?;
+        let r = self.check_range(offset, span)?;
+        let row_bytes = region.cols.saturating_mul(elem);
+        let stride_bytes = region.row_stride.saturating_mul(elem);
+        Ok(Rows {
+            start: r.start,
+            rows: if span == 0 { 0 } else { region.rows as usize },
+            row_bytes: row_bytes as usize,
+            stride_bytes: if region.rows <= 1 {
+                row_bytes as usize
+            } else {
+                stride_bytes as usize
+            },
+        })
+    }
+
+    /// `len` contiguous bytes at `offset`, as one row.
+    pub fn check_contiguous(&self, offset: u64, len: u64) -> Result<Rows, AccessError> {
+        let r = self.check_range(offset, len)?;
+        Ok(Rows {
+            start: r.start,
+            rows: 1,
+            row_bytes: r.len(),
+            stride_bytes: r.len(),
+        })
+    }
+
+    fn check_payload(rows: Rows, payload: &[u8]) -> Result<(), AccessError> {
+        if payload.len() != rows.len() {
+            return Err(AccessError::PayloadLength {
+                expected: rows.len() as u64,
+                got: payload.len() as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// Scatters `payload` (the region's rows, packed) into the region.
+    pub fn write_rows(&self, rows: Rows, payload: &[u8]) -> Result<(), AccessError> {
+        Self::check_payload(rows, payload)?;
+        for (r, src) in rows.rows().zip(payload.chunks_exact(rows.row_bytes.max(1))) {
+            // SAFETY: `rows` was checked against this window's bounds.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(r.start), r.len())
+            };
+        }
+        self.board.changed();
+        Ok(())
+    }
+
+    /// Gathers the region's rows, packed, into `out`.
+    pub fn read_rows_into(&self, rows: Rows, out: &mut [u8]) -> Result<(), AccessError> {
+        Self::check_payload(rows, out)?;
+        for (r, dst) in rows.rows().zip(out.chunks_exact_mut(rows.row_bytes.max(1))) {
+            // SAFETY: as in `write_rows`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.ptr.as_ptr().add(r.start),
+                    dst.as_mut_ptr(),
+                    r.len(),
+                )
+            };
+        }
+        Ok(())
+    }
+
+    /// Elementwise atomic add of `payload` (packed rows of `dtype`) into the region.
+    pub fn atomic_add_rows(
+        &self,
+        rows: Rows,
+        dtype: Dtype,
+        payload: &[u8],
+    ) -> Result<(), AccessError> {
+        Self::check_payload(rows, payload)?;
+        for (r, src) in rows.rows().zip(payload.chunks_exact(rows.row_bytes.max(1))) {
+            // SAFETY: checked in bounds; rows start at multiples of the
+            // element size (offset and stride are in elements).
+            unsafe { atomic::add(self.ptr.as_ptr().add(r.start), dtype, src) };
+        }
+        self.board.changed();
+        Ok(())
     }
 
     /// Writes `data` at `offset`.

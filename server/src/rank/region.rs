@@ -1,0 +1,436 @@
+//! Bulk transfers of 2-D strided regions: put, get and atomic_add, streamed
+//! in chunks with a bounded number in flight.
+//!
+//! A transfer moves `shape` elements of `dtype` between a layout in this
+//! process's buffer and a layout in a peer's window. It is cut into chunks
+//! ([`ChunkPlan`]); each chunk is one frame, applied by the target as it
+//! arrives, so no rank ever buffers a whole transfer. With `pipeline`, up to
+//! `depth` chunks are in flight; without it, each chunk waits for the
+//! previous one's ack (stop and wait). The op completes when the last chunk
+//! is acknowledged — after it was applied.
+
+use super::{Rank, Target, WindowId, handle};
+use crate::error::{Error, Result};
+use crate::peer::link::{Link, Pending, Reply};
+use pld_proto::region::{Chunk, ChunkPlan, Layout, Shape};
+use pld_proto::v1::{AtomicAddRequest, GetRequest, PutRequest, Region, header::Body};
+use pld_proto::{Dtype, OpKind};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Chunks in flight by default are enough to keep this many bytes moving.
+const DEFAULT_INFLIGHT_BYTES: u64 = 16 << 20;
+/// The most chunks in flight by default.
+const MAX_DEFAULT_DEPTH: u64 = 256;
+
+/// How a transfer streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chunking {
+    /// Rows per chunk; with `chunk_cols`, cuts the region into chunks of
+    /// `chunk_rows × chunk_cols`. Without them the region moves in chunks of
+    /// whole rows that fill a frame.
+    pub chunk_rows: Option<u64>,
+    pub chunk_cols: Option<u64>,
+    /// Keep several chunks in flight (needs both chunk sizes).
+    pub pipeline: bool,
+    /// How many chunks in flight with `pipeline` (at least 2); by default as
+    /// many as keep 16 MiB moving.
+    pub depth: Option<usize>,
+}
+
+impl Chunking {
+    /// Chunks of `rows × cols`, one at a time.
+    pub fn chunks(rows: u64, cols: u64) -> Chunking {
+        Chunking {
+            chunk_rows: Some(rows),
+            chunk_cols: Some(cols),
+            ..Chunking::default()
+        }
+    }
+
+    /// Chunks of `rows × cols`, pipelined.
+    pub fn pipelined(rows: u64, cols: u64) -> Chunking {
+        Chunking {
+            pipeline: true,
+            ..Chunking::chunks(rows, cols)
+        }
+    }
+}
+
+/// A 2-D region transfer: `shape` elements of `dtype`, from `src` to `dst`
+/// (layouts in elements). For a put, `src` lies in the caller's buffer and
+/// `dst` in the peer's window; for a get the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    pub dtype: Dtype,
+    pub shape: Shape,
+    pub dst: Layout,
+    pub src: Layout,
+}
+
+impl Transfer {
+    /// Builds a transfer from the tensor tier's optional parts: offsets and
+    /// shape come all together or not at all.
+    pub fn from_parts(
+        dtype: Dtype,
+        dst: Option<Layout>,
+        src: Option<Layout>,
+        shape: Option<Shape>,
+    ) -> Result<Option<Transfer>> {
+        match (dst, src, shape) {
+            (Some(dst), Some(src), Some(shape)) => Ok(Some(Transfer {
+                dtype,
+                shape,
+                dst,
+                src,
+            })),
+            (None, None, None) => Ok(None),
+            _ => Err(Error::InvalidTransfer {
+                op: OpKind::Put,
+                reason: "destination offsets, source offsets and shape go together: give all three or none"
+                    .into(),
+            }),
+        }
+    }
+}
+
+fn bad(op: OpKind, reason: String) -> Error {
+    Error::InvalidTransfer { op, reason }
+}
+
+/// The plan and depth of a transfer whose chunks may not exceed `max_payload`.
+fn plan(op: OpKind, t: &Transfer, c: &Chunking, max_payload: usize) -> Result<(ChunkPlan, usize)> {
+    let elem = t.dtype.size() as u64;
+    if elem == 0 {
+        return Err(bad(op, "the transfer needs a dtype".into()));
+    }
+    let plan = match (c.chunk_rows, c.chunk_cols) {
+        (Some(r), Some(k)) => {
+            if r == 0 || k == 0 {
+                return Err(bad(
+                    op,
+                    format!("chunk sizes must be at least 1, got {r} x {k}"),
+                ));
+            }
+            let plan = ChunkPlan::new(t.shape, Shape { rows: r, cols: k });
+            let ch = plan.chunk();
+            let bytes = ch.rows.saturating_mul(ch.cols).saturating_mul(elem);
+            if bytes > max_payload as u64 {
+                return Err(bad(
+                    op,
+                    format!(
+                        "a chunk of {} x {} {} is {bytes} bytes, more than the frame limit of {max_payload} bytes; use smaller chunks",
+                        ch.rows, ch.cols, t.dtype
+                    ),
+                ));
+            }
+            plan
+        }
+        (None, None) if c.pipeline => {
+            return Err(bad(
+                op,
+                "pipeline needs both chunk_rows and chunk_cols".into(),
+            ));
+        }
+        (None, None) => ChunkPlan::by_rows(t.shape, (max_payload as u64 / elem).max(1)),
+        _ => {
+            return Err(bad(
+                op,
+                "chunk_rows and chunk_cols go together: give both or neither".into(),
+            ));
+        }
+    };
+    let ch = plan.chunk();
+    let chunk_bytes = (ch.rows * ch.cols * elem).max(1);
+    let default = (DEFAULT_INFLIGHT_BYTES / chunk_bytes).clamp(2, MAX_DEFAULT_DEPTH) as usize;
+    let depth = match (c.pipeline, c.depth, c.chunk_rows.is_some()) {
+        (true, Some(d), _) if d < 2 => {
+            return Err(bad(
+                op,
+                format!("a pipeline keeps at least 2 chunks in flight, not {d}"),
+            ));
+        }
+        (true, Some(d), _) => d,
+        (true, None, _) => default,
+        // Explicit chunks without a pipeline: one at a time.
+        (false, _, true) => 1,
+        // No chunking asked for: the region just streams.
+        (false, _, false) => default,
+    };
+    Ok((plan, depth))
+}
+
+/// Checks that a buffer of `len` bytes holds a region of `shape` in `layout`.
+fn check_buffer(op: OpKind, t: &Transfer, layout: Layout, len: usize, what: &str) -> Result<()> {
+    let elem = t.dtype.size() as u64;
+    let span = layout
+        .span(t.shape)
+        .map_err(|e| bad(op, format!("{what}: {e}")))?;
+    let need = if span == 0 {
+        0
+    } else {
+        layout
+            .offset
+            .checked_add(span)
+            .and_then(|e| e.checked_mul(elem))
+            .ok_or_else(|| bad(op, format!("{what}: the region's extent overflows")))?
+    };
+    if need > len as u64 {
+        return Err(bad(
+            op,
+            format!("{what} holds {len} bytes, the region in it needs {need}"),
+        ));
+    }
+    Ok(())
+}
+
+fn wire_region(t: &Transfer, layout: Layout, shape: Shape) -> Option<Region> {
+    (!layout.dense(shape)).then_some(Region {
+        rows: shape.rows,
+        cols: shape.cols,
+        row_stride: layout.row_stride,
+        dtype: t.dtype as i32,
+    })
+}
+
+/// The rows of the chunk `c` of a region in `layout`, as byte ranges.
+fn rows(t: &Transfer, layout: Layout, c: &Chunk) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let elem = t.dtype.size() as u64;
+    let at = layout.at(c.row, c.col);
+    let (n, cols) = (c.shape.rows, c.shape.cols);
+    (0..n).map(move |r| {
+        let start = ((at.offset + r * at.row_stride) * elem) as usize;
+        start..start + (cols * elem) as usize
+    })
+}
+
+impl Rank {
+    /// Puts a 2-D region: `src` holds the region in `t.src`'s layout; it
+    /// lands in `peer`'s window `win` in `t.dst`'s layout.
+    pub async fn put_region(
+        &self,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        src: &[u8],
+        chunking: Chunking,
+    ) -> Result<()> {
+        self.store_region(OpKind::Put, peer, win, t, src, chunking)
+            .await
+    }
+
+    /// Atomically adds a 2-D region into `peer`'s window, chunk by chunk,
+    /// atomic per element.
+    pub async fn atomic_add_region(
+        &self,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        src: &[u8],
+        chunking: Chunking,
+    ) -> Result<()> {
+        self.store_region(OpKind::AtomicAdd, peer, win, t, src, chunking)
+            .await
+    }
+
+    async fn store_region(
+        &self,
+        op: OpKind,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        src: &[u8],
+        chunking: Chunking,
+    ) -> Result<()> {
+        let w = self.win(op, peer, win)?;
+        let elem = t.dtype.size() as u64;
+        check_buffer(op, t, t.src, src.len(), "the source buffer")?;
+        let region = Region {
+            rows: t.shape.rows,
+            cols: t.shape.cols,
+            row_stride: t.dst.row_stride,
+            dtype: t.dtype as i32,
+        };
+        w.check_region(t.dst.offset * elem, &region)
+            .map_err(self.refused(op, peer))?;
+        let max = match self.target(peer)? {
+            Target::Remote(link) => link.peer_max_payload,
+            Target::Local => self.state.config.max_payload,
+        };
+        let (plan, depth) = plan(op, t, &chunking, max)?;
+        match self.target(peer)? {
+            Target::Local => {
+                let whole = Chunk {
+                    row: 0,
+                    col: 0,
+                    shape: t.shape,
+                };
+                for (s, d) in rows(t, t.src, &whole).zip(rows(t, t.dst, &whole)) {
+                    let data = &src[s];
+                    match op {
+                        OpKind::AtomicAdd => w.atomic_add(d.start as u64, t.dtype, data),
+                        _ => w.write(d.start as u64, data),
+                    }
+                    .map_err(self.refused(op, peer))?;
+                }
+                self.state.stats.local(op);
+                Ok(())
+            }
+            Target::Remote(link) => {
+                let inflight = send_chunks(link, op, win, t, src, plan, depth).await?;
+                for p in inflight {
+                    handle::acked(
+                        vec![p.wait().await?],
+                        handle::Check {
+                            peer,
+                            op,
+                            len: None,
+                        },
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Gets a 2-D region of `peer`'s window (in `t.src`'s layout) into `dst`
+    /// (in `t.dst`'s layout).
+    pub async fn get_region(
+        &self,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        dst: &mut [u8],
+        chunking: Chunking,
+    ) -> Result<()> {
+        let op = OpKind::Get;
+        let w = self.win(op, peer, win)?;
+        let elem = t.dtype.size() as u64;
+        check_buffer(op, t, t.dst, dst.len(), "the destination buffer")?;
+        let region = Region {
+            rows: t.shape.rows,
+            cols: t.shape.cols,
+            row_stride: t.src.row_stride,
+            dtype: t.dtype as i32,
+        };
+        w.check_region(t.src.offset * elem, &region)
+            .map_err(self.refused(op, peer))?;
+        // Replies come to this rank: chunks obey its own frame limit.
+        let (plan, depth) = plan(op, t, &chunking, self.state.config.max_payload)?;
+        let link = match self.target(peer)? {
+            Target::Local => {
+                let whole = Chunk {
+                    row: 0,
+                    col: 0,
+                    shape: t.shape,
+                };
+                for (s, d) in rows(t, t.src, &whole).zip(rows(t, t.dst, &whole)) {
+                    w.read_into(s.start as u64, &mut dst[d])
+                        .map_err(self.refused(op, peer))?;
+                }
+                self.state.stats.local(op);
+                return Ok(());
+            }
+            Target::Remote(link) => link,
+        };
+        let mut inflight: VecDeque<(Chunk, Pending)> = VecDeque::new();
+        for c in plan {
+            if inflight.len() >= depth
+                && let Some((done, p)) = inflight.pop_front()
+            {
+                scatter(peer, t, &done, p.wait().await?, dst)?;
+            }
+            let at = t.src.at(c.row, c.col);
+            let len = c.shape.rows * c.shape.cols * elem;
+            let body = Body::Get(GetRequest {
+                window: win.0,
+                offset: at.offset * elem,
+                len,
+                region: wire_region(t, t.src, c.shape),
+            });
+            inflight.push_back((c, link.send(op, body, &[]).await?));
+        }
+        for (done, p) in inflight {
+            scatter(peer, t, &done, p.wait().await?, dst)?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies a get reply (the chunk's rows, packed) into `dst`.
+fn scatter(peer: u32, t: &Transfer, c: &Chunk, reply: Reply, dst: &mut [u8]) -> Result<()> {
+    let data = handle::data(
+        vec![reply],
+        handle::Check {
+            peer,
+            op: OpKind::Get,
+            len: Some(c.shape.rows * c.shape.cols * t.dtype.size() as u64),
+        },
+    )?;
+    let row = (c.shape.cols * t.dtype.size() as u64) as usize;
+    for (d, s) in rows(t, t.dst, c).zip(data.chunks(row.max(1))) {
+        dst[d].copy_from_slice(s);
+    }
+    Ok(())
+}
+
+/// Sends a put or atomic-add transfer chunk by chunk with at most `depth`
+/// unacknowledged; returns the chunks still in flight. Non-dense source
+/// rows are packed into one staging buffer, reused for every chunk (a chunk
+/// is written out before `send` returns).
+pub(super) async fn send_chunks(
+    link: &Arc<Link>,
+    op: OpKind,
+    win: WindowId,
+    t: &Transfer,
+    src: &[u8],
+    plan: ChunkPlan,
+    depth: usize,
+) -> Result<VecDeque<Pending>> {
+    let elem = t.dtype.size() as u64;
+    let mut inflight = VecDeque::new();
+    let mut staging = Vec::new();
+    for c in plan {
+        if inflight.len() >= depth
+            && let Some(p) = inflight.pop_front()
+        {
+            let reply = Pending::wait(p).await?;
+            handle::acked(
+                vec![reply],
+                handle::Check {
+                    peer: link.peer,
+                    op,
+                    len: None,
+                },
+            )?;
+        }
+        let s = t.src.at(c.row, c.col);
+        let payload: &[u8] = if s.dense(c.shape) {
+            let start = (s.offset * elem) as usize;
+            &src[start..start + (c.shape.rows * c.shape.cols * elem) as usize]
+        } else {
+            staging.clear();
+            for r in rows(t, t.src, &c) {
+                staging.extend_from_slice(&src[r]);
+            }
+            &staging
+        };
+        let d = t.dst.at(c.row, c.col);
+        let region = wire_region(t, t.dst, c.shape);
+        let body = match op {
+            OpKind::AtomicAdd => Body::AtomicAdd(AtomicAddRequest {
+                window: win.0,
+                offset: d.offset * elem,
+                dtype: t.dtype as i32,
+                region,
+            }),
+            _ => Body::Put(PutRequest {
+                window: win.0,
+                offset: d.offset * elem,
+                region,
+            }),
+        };
+        inflight.push_back(link.send(op, body, payload).await?);
+    }
+    Ok(inflight)
+}
