@@ -6,7 +6,7 @@
 //!
 //! `cargo bench -p pld-server --bench barrier [-- RANKS...]` (default 2 4 8 16)
 
-use pld_server::transport::{Endpoint, QuicSettings, free_loopback_port};
+use pld_server::transport::{Endpoint, TransportSettings, free_loopback_port};
 use pld_server::{Config, Rank, TransportKind};
 use std::net::SocketAddr;
 use std::sync::mpsc;
@@ -89,7 +89,7 @@ fn raw_round_trip(t: TransportKind, iters: usize) -> Duration {
                     }
                 }
                 TransportKind::Quic => {
-                    let s = QuicSettings::default();
+                    let s = TransportSettings::default();
                     let Ok(Endpoint::Quic(e)) = Endpoint::bind(t, addr, 1, &s).await else {
                         panic!("quic bind")
                     };
@@ -125,7 +125,7 @@ fn raw_round_trip(t: TransportKind, iters: usize) -> Duration {
             }
             TransportKind::Quic => {
                 let Endpoint::Quic(e) =
-                    Endpoint::quic_client(&QuicSettings::default()).expect("client")
+                    Endpoint::quic_client(&TransportSettings::default()).expect("client")
                 else {
                     unreachable!("asked for quic")
                 };

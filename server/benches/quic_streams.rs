@@ -8,7 +8,7 @@
 //!
 //! `cargo bench -p pld-server --bench quic_streams [-- OPS]`
 
-use pld_server::transport::{Endpoint, QuicSettings, free_loopback_port};
+use pld_server::transport::{Endpoint, TransportSettings, free_loopback_port};
 use pld_server::{Config, Rank, TransportKind};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -36,7 +36,7 @@ where
     F: FnOnce(quinn::Connection) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let s = QuicSettings::default();
+    let s = TransportSettings::default();
     let port = free_loopback_port().expect("port");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();

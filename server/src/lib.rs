@@ -21,7 +21,7 @@ pub mod tls;
 pub mod transport;
 pub mod window;
 
-pub use config::{Config, TransportKind, WindowConfig};
+pub use config::{Config, Progress, TransportKind, WindowConfig};
 pub use error::{AccessError, Error, Result};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{Chunking, Layout, OpHandle, Rank, Shape, Transfer, WindowId};

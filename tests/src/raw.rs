@@ -8,7 +8,7 @@ use pld_proto::PROTOCOL_VERSION;
 use pld_proto::frame::{self, Decoder, PREAMBLE};
 use pld_proto::v1::{Header, Hello, WindowSpec, header::Body};
 use pld_server::TransportKind;
-use pld_server::transport::{Endpoint, PeerReader, PeerWriter, QuicSettings};
+use pld_server::transport::{Endpoint, PeerReader, PeerWriter, TransportSettings};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -52,13 +52,13 @@ impl RawPeer {
         let sock: std::net::SocketAddr = addr.parse().expect("addr");
         let endpoint = match transport {
             TransportKind::Quic => {
-                Endpoint::quic_client(&QuicSettings::default()).expect("quic client")
+                Endpoint::quic_client(&TransportSettings::default()).expect("quic client")
             }
             TransportKind::Tcp => Endpoint::bind(
                 TransportKind::Tcp,
                 "127.0.0.1:0".parse().expect("addr"),
                 0,
-                &QuicSettings::default(),
+                &TransportSettings::default(),
             )
             .await
             .expect("tcp endpoint"),

@@ -89,12 +89,10 @@ impl Link {
         let issue = move |ops: &mut PeerOps<Waiter>| ops.issue(op, std::time::Instant::now(), tx);
         let id = self.write(body, payload, issue).await?;
         self.state.stats.issued(op);
+        let _ = id;
         Ok(Pending {
             rx,
-            id,
-            op,
             link: self.clone(),
-            deadline: Instant::now() + self.state.config.op_timeout,
         })
     }
 
@@ -135,6 +133,7 @@ impl Link {
         match written {
             Ok(n) => {
                 self.state.stats.sent(MsgKind::of(&header), n);
+                self.state.activity.touch();
                 Ok(header.id)
             }
             // Fails every outstanding op of this link, this one included.
@@ -231,6 +230,12 @@ impl Link {
             q.close(0u32.into(), b"link lost");
         }
         self.wake_quiet();
+    }
+
+    /// Gives the link up without a word (the rank is being dropped):
+    /// outstanding ops fail.
+    pub fn abandon(&self) {
+        self.lose("this rank was dropped".into(), false);
     }
 
     /// Closes the link because this rank shuts down: outstanding ops fail,
@@ -331,6 +336,36 @@ impl Drop for CancelGuard<'_> {
     }
 }
 
+/// Fails the ops of `link` that have waited longer than the op timeout,
+/// every tenth of it, so that no op needs a timer of its own.
+pub(crate) async fn sweep(link: Arc<Link>) {
+    let timeout = link.state.config.op_timeout;
+    let tick = (timeout / 10).max(std::time::Duration::from_millis(10));
+    loop {
+        tokio::time::sleep(tick).await;
+        if link.lost.get().is_some() {
+            return;
+        }
+        let Some(cutoff) = std::time::Instant::now().checked_sub(timeout) else {
+            continue;
+        };
+        let expired = link.ops().expire(cutoff);
+        if expired.is_empty() {
+            continue;
+        }
+        for op in expired {
+            link.state.stats.failed(op.kind);
+            let _ = op.waiter.send(Err(Error::OpTimeout {
+                rank: link.peer,
+                op: op.kind,
+                id: op.id,
+                timeout,
+            }));
+        }
+        link.wake_quiet();
+    }
+}
+
 /// Finishes a stream and waits until the peer has everything written on it
 /// (QUIC acknowledges it; TCP sends the FIN after the data), for at most a
 /// second.
@@ -373,38 +408,17 @@ pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
 #[derive(Debug)]
 pub(crate) struct Pending {
     rx: oneshot::Receiver<Result<Reply>>,
-    id: u64,
-    op: OpKind,
     link: Arc<Link>,
-    deadline: Instant,
 }
 
 impl Pending {
     /// The reply, or the error: rejected, peer lost, or no reply within the
-    /// op timeout (the op is then forgotten and a late reply ignored).
-    pub async fn wait(mut self) -> Result<Reply> {
-        match tokio::time::timeout_at(self.deadline, &mut self.rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(self.link.lost_error().unwrap_or(Error::PeerLost {
-                rank: self.link.peer,
-                reason: "the link closed".into(),
-            })),
-            Err(_) => {
-                if self.link.ops().complete(self.id).is_none() {
-                    // The reply raced the deadline and won.
-                    if let Ok(r) = self.rx.try_recv() {
-                        return r;
-                    }
-                }
-                self.link.state.stats.failed(self.op);
-                self.link.wake_quiet();
-                Err(Error::OpTimeout {
-                    rank: self.link.peer,
-                    op: self.op,
-                    id: self.id,
-                    timeout: self.link.state.config.op_timeout,
-                })
-            }
+    /// op timeout (the link's sweeper then fails the op, and a late reply is
+    /// ignored).
+    pub async fn wait(self) -> Result<Reply> {
+        match self.rx.await {
+            Ok(r) => r,
+            Err(_) => Err(self.link.lost_or_reset()),
         }
     }
 }

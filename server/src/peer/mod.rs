@@ -32,10 +32,65 @@ pub(crate) struct RankState {
     pub barrier: std::sync::Mutex<pld_proto::barrier::Barrier>,
     /// Wakes `Rank::barrier` when a barrier message arrives.
     pub barrier_wake: tokio::sync::Notify,
+    /// When this rank last sent or received a frame (ns, see `spin`), so
+    /// that spin progress knows when to back off.
+    pub activity: Activity,
     /// The first peer this rank refused for disagreeing on the cluster's
     /// identity; a rank that is still starting fails with it.
     refusal: std::sync::Mutex<Option<Refusal>>,
     refused: tokio::sync::Notify,
+}
+
+/// Whether a rank moves frames, and a way to wait for the next one. The
+/// data path only bumps a counter; the spinner reads the clock.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    frames: std::sync::atomic::AtomicU64,
+    /// Set while the spinner sleeps, so that the next frame wakes it.
+    asleep: std::sync::atomic::AtomicBool,
+    woke: tokio::sync::Notify,
+}
+
+impl Activity {
+    /// Records a frame sent or received.
+    pub fn touch(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.frames.fetch_add(1, Relaxed);
+        if self.asleep.load(Relaxed) && self.asleep.swap(false, Relaxed) {
+            self.woke.notify_one();
+        }
+    }
+
+    /// Keeps the runtime polling while frames moved within `idle`, and
+    /// sleeps until the next frame otherwise: the spin progress of
+    /// transports whose sockets tokio drives (QUIC). A yielding task makes
+    /// the worker poll the reactor before running it again, so the thread
+    /// never sleeps while it spins.
+    pub async fn spin(&self, idle: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut seen = self.frames.load(Relaxed);
+        let mut since = std::time::Instant::now();
+        let mut polls = 0u32;
+        loop {
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 {
+                let now = self.frames.load(Relaxed);
+                if now != seen {
+                    (seen, since) = (now, std::time::Instant::now());
+                } else if since.elapsed() >= idle {
+                    self.asleep.store(true, Relaxed);
+                    // A frame between the check and the flag: don't sleep.
+                    if self.frames.load(Relaxed) == seen {
+                        self.woke.notified().await;
+                    }
+                    self.asleep.store(false, Relaxed);
+                    (seen, since) = (self.frames.load(Relaxed), std::time::Instant::now());
+                    continue;
+                }
+            }
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 /// A peer refused at the handshake.
@@ -64,6 +119,7 @@ impl RankState {
             hello,
             barrier: std::sync::Mutex::new(barrier),
             barrier_wake: tokio::sync::Notify::new(),
+            activity: Activity::default(),
             refusal: std::sync::Mutex::new(None),
             refused: tokio::sync::Notify::new(),
         }

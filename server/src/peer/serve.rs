@@ -127,6 +127,7 @@ enum Outcome {
 
 /// Applies one request and appends its reply to `out`.
 fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
+    state.activity.touch();
     let kind = MsgKind::of(&f.header);
     state
         .stats

@@ -19,7 +19,7 @@ use crate::peer::handshake;
 use crate::peer::link::{self, Link};
 use crate::peer::{RankState, serve};
 use crate::stats::StatsSnapshot;
-use crate::transport::{Endpoint, QuicSettings};
+use crate::transport::{Endpoint, TransportSettings};
 use crate::window::{Window, Windows, check_fits};
 use bytes::Bytes;
 use handle::{Check, Finish};
@@ -57,6 +57,11 @@ pub struct Rank {
 
 impl Drop for Rank {
     fn drop(&mut self) {
+        // Handles of ops still in flight resolve (with this error) instead
+        // of waiting for readers and sweepers that are about to stop.
+        for link in self.links.iter().flatten() {
+            link.abandon();
+        }
         self.endpoint.close();
         // The JoinSet aborts the accept loop, every served connection and
         // every reply reader when it drops.
@@ -88,13 +93,22 @@ impl Rank {
                 e,
             )
         })?;
-        let settings = QuicSettings::for_op_timeout(cfg.op_timeout);
+        let settings =
+            TransportSettings::for_op_timeout(cfg.op_timeout).with_progress(cfg.progress);
         let endpoint = Endpoint::bind(cfg.transport, listen, cfg.rank, &settings).await?;
         let local_addr = endpoint
             .local_addr()
             .map_err(|e| Error::io("local address", e))?;
         let mut tasks = JoinSet::new();
         tasks.spawn(serve::accept_loop(state.clone(), endpoint.clone()));
+        // TCP sockets spin by themselves (transport::spin); quinn's sockets
+        // are tokio's, so keep the runtime polling for them.
+        if let (crate::config::Progress::Spin { idle }, TransportKind::Quic) =
+            (cfg.progress, cfg.transport)
+        {
+            let state = state.clone();
+            tasks.spawn(async move { state.activity.spin(idle).await });
+        }
 
         let deadline = Instant::now() + cfg.connect_timeout;
         let mut dials = JoinSet::new();
@@ -130,6 +144,7 @@ impl Rank {
             };
             let (link, reader) = Link::new(state.clone(), est);
             readers.spawn(link::run_reader(link.clone(), reader));
+            readers.spawn(link::sweep(link.clone()));
             let p = link.peer as usize;
             links[p] = Some(link);
         }

@@ -6,13 +6,15 @@
 //! above this module — framing, handshake, request ids — is shared.
 
 mod quic;
+mod spin;
 mod tcp;
 
-pub use quic::QuicSettings;
+pub use quic::TransportSettings;
 /// A QUIC connection (quinn's), as held by [`Connection`].
 pub use quinn::Connection as QuicConnection;
+pub use spin::SpinTcp;
 
-use crate::config::TransportKind;
+use crate::config::{Progress, TransportKind};
 use crate::error::{Error, Result};
 use std::io;
 use std::net::SocketAddr;
@@ -51,6 +53,7 @@ pub fn free_loopback_port() -> io::Result<u16> {
 #[derive(Debug)]
 pub enum PeerReader {
     Tcp(tokio::net::tcp::OwnedReadHalf),
+    Spin(std::sync::Arc<SpinTcp>),
     Quic(quinn::RecvStream),
 }
 
@@ -58,6 +61,7 @@ pub enum PeerReader {
 #[derive(Debug)]
 pub enum PeerWriter {
     Tcp(tokio::net::tcp::OwnedWriteHalf),
+    Spin(std::sync::Arc<SpinTcp>),
     Quic(quinn::SendStream),
 }
 
@@ -69,6 +73,7 @@ impl AsyncRead for PeerReader {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             PeerReader::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+            PeerReader::Spin(s) => s.poll_read(cx, buf),
             PeerReader::Quic(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
@@ -82,6 +87,7 @@ impl AsyncWrite for PeerWriter {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             PeerWriter::Tcp(w) => Pin::new(w).poll_write(cx, buf),
+            PeerWriter::Spin(s) => s.poll_write(cx, buf),
             PeerWriter::Quic(w) => Pin::new(w).poll_write(cx, buf).map_err(io::Error::from),
         }
     }
@@ -89,6 +95,7 @@ impl AsyncWrite for PeerWriter {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             PeerWriter::Tcp(w) => Pin::new(w).poll_flush(cx),
+            PeerWriter::Spin(_) => Poll::Ready(Ok(())),
             PeerWriter::Quic(w) => Pin::new(w).poll_flush(cx),
         }
     }
@@ -96,6 +103,7 @@ impl AsyncWrite for PeerWriter {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             PeerWriter::Tcp(w) => Pin::new(w).poll_shutdown(cx),
+            PeerWriter::Spin(s) => Poll::Ready(s.shutdown()),
             PeerWriter::Quic(w) => Pin::new(w).poll_shutdown(cx),
         }
     }
@@ -124,7 +132,7 @@ impl Connection {
 /// A bound peer-plane endpoint: accepts peers and dials them.
 #[derive(Debug, Clone)]
 pub enum Endpoint {
-    Tcp(std::sync::Arc<tokio::net::TcpListener>),
+    Tcp(std::sync::Arc<tokio::net::TcpListener>, Progress),
     Quic(quinn::Endpoint),
 }
 
@@ -133,7 +141,7 @@ pub enum Endpoint {
 /// peer from holding up the others.
 #[derive(Debug)]
 pub enum Incoming {
-    Tcp(tokio::net::TcpStream, SocketAddr),
+    Tcp(tokio::net::TcpStream, SocketAddr, Progress),
     Quic(Box<quinn::Incoming>),
 }
 
@@ -143,10 +151,12 @@ impl Endpoint {
         kind: TransportKind,
         addr: SocketAddr,
         rank: u32,
-        settings: &QuicSettings,
+        settings: &TransportSettings,
     ) -> Result<Endpoint> {
         match kind {
-            TransportKind::Tcp => tcp::bind(addr).await.map(|l| Endpoint::Tcp(l.into())),
+            TransportKind::Tcp => tcp::bind(addr)
+                .await
+                .map(|l| Endpoint::Tcp(l.into(), settings.progress)),
             TransportKind::Quic => quic::bind(addr, rank, settings).map(Endpoint::Quic),
         }
         .map_err(|e| match e {
@@ -156,14 +166,14 @@ impl Endpoint {
     }
 
     /// A QUIC endpoint that only dials (for tools and tests).
-    pub fn quic_client(settings: &QuicSettings) -> Result<Endpoint> {
+    pub fn quic_client(settings: &TransportSettings) -> Result<Endpoint> {
         quic::client_only(settings).map(Endpoint::Quic)
     }
 
     /// The address actually bound.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match self {
-            Endpoint::Tcp(l) => l.local_addr(),
+            Endpoint::Tcp(l, _) => l.local_addr(),
             Endpoint::Quic(e) => e.local_addr(),
         }
     }
@@ -171,9 +181,9 @@ impl Endpoint {
     /// The next arriving connection; `None` once the endpoint is closed.
     pub async fn accept(&self) -> Option<Incoming> {
         match self {
-            Endpoint::Tcp(l) => loop {
+            Endpoint::Tcp(l, progress) => loop {
                 match l.accept().await {
-                    Ok((s, a)) => return Some(Incoming::Tcp(s, a)),
+                    Ok((s, a)) => return Some(Incoming::Tcp(s, a, *progress)),
                     // Transient (EMFILE, ECONNABORTED, ...): log and keep accepting.
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
@@ -188,7 +198,7 @@ impl Endpoint {
     /// Dials the rank `peer` at `addr` and opens the request stream.
     pub async fn dial(&self, addr: SocketAddr, peer: u32) -> io::Result<Connection> {
         match self {
-            Endpoint::Tcp(_) => tcp::dial(addr).await,
+            Endpoint::Tcp(_, progress) => tcp::dial(addr, *progress).await,
             Endpoint::Quic(e) => quic::dial(e, addr, peer).await,
         }
     }
@@ -205,7 +215,7 @@ impl Incoming {
     /// Where the connection comes from.
     pub fn remote(&self) -> SocketAddr {
         match self {
-            Incoming::Tcp(_, a) => *a,
+            Incoming::Tcp(_, a, _) => *a,
             Incoming::Quic(i) => i.remote_address(),
         }
     }
@@ -213,7 +223,7 @@ impl Incoming {
     /// Completes the connection and accepts the peer's request stream.
     pub async fn establish(self) -> io::Result<Connection> {
         match self {
-            Incoming::Tcp(s, a) => tcp::established(s, a),
+            Incoming::Tcp(s, a, progress) => tcp::established(s, a, progress),
             Incoming::Quic(i) => quic::establish(*i).await,
         }
     }

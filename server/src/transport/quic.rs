@@ -2,6 +2,7 @@
 //! connection per (origin, target) pair carrying one long-lived request stream.
 
 use super::{Connection, PeerReader, PeerWriter};
+use crate::config::Progress;
 use crate::error::{Error, Result};
 use crate::tls;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -11,33 +12,43 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// QUIC timing, derived from the rank's op timeout.
+/// Transport settings: QUIC timing (derived from the rank's op timeout) and
+/// the progress mode.
 #[derive(Debug, Clone)]
-pub struct QuicSettings {
+pub struct TransportSettings {
     /// A connection with no packets for this long is dead (quinn's default
     /// is 30 s with no keep-alive; pld sets both deliberately).
     pub idle_timeout: Duration,
     /// Keep-alive interval; well below the idle timeout.
     pub keep_alive: Duration,
+    /// Sleep or busy-poll.
+    pub progress: Progress,
 }
 
-impl QuicSettings {
+impl TransportSettings {
     /// Idle timeout = the op timeout (at least 2 s), keep-alive every 500 ms.
     pub fn for_op_timeout(op_timeout: Duration) -> Self {
-        QuicSettings {
+        TransportSettings {
             idle_timeout: op_timeout.max(Duration::from_secs(2)),
             keep_alive: Duration::from_millis(500),
+            progress: Progress::Sleep,
         }
+    }
+
+    /// These settings with `progress`.
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
     }
 }
 
-impl Default for QuicSettings {
+impl Default for TransportSettings {
     fn default() -> Self {
         Self::for_op_timeout(Duration::from_secs(10))
     }
 }
 
-fn transport_config(s: &QuicSettings) -> Result<Arc<TransportConfig>> {
+fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     let mut t = TransportConfig::default();
     // One request stream per connection today; headroom for the barrier's
     // streams and for stream-per-op comparisons, instead of quinn's 100/100
@@ -59,7 +70,7 @@ fn transport_config(s: &QuicSettings) -> Result<Arc<TransportConfig>> {
     Ok(Arc::new(t))
 }
 
-fn client_config(s: &QuicSettings) -> Result<quinn::ClientConfig> {
+fn client_config(s: &TransportSettings) -> Result<quinn::ClientConfig> {
     let crypto =
         QuicClientConfig::try_from(tls::client_config()?).map_err(|e| Error::Tls(e.to_string()))?;
     let mut c = quinn::ClientConfig::new(Arc::new(crypto));
@@ -67,7 +78,7 @@ fn client_config(s: &QuicSettings) -> Result<quinn::ClientConfig> {
     Ok(c)
 }
 
-pub(super) fn bind(addr: SocketAddr, rank: u32, s: &QuicSettings) -> Result<quinn::Endpoint> {
+pub(super) fn bind(addr: SocketAddr, rank: u32, s: &TransportSettings) -> Result<quinn::Endpoint> {
     let crypto = QuicServerConfig::try_from(tls::server_config(rank)?)
         .map_err(|e| Error::Tls(e.to_string()))?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -78,7 +89,7 @@ pub(super) fn bind(addr: SocketAddr, rank: u32, s: &QuicSettings) -> Result<quin
     Ok(endpoint)
 }
 
-pub(super) fn client_only(s: &QuicSettings) -> Result<quinn::Endpoint> {
+pub(super) fn client_only(s: &TransportSettings) -> Result<quinn::Endpoint> {
     let any: SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut endpoint =
         quinn::Endpoint::client(any).map_err(|e| Error::io("quic client endpoint", e))?;

@@ -94,9 +94,11 @@ impl Rows {
     }
 }
 
-/// Alignment of every window's base address: a page, so that every element
-/// offset that is a multiple of its size is naturally aligned.
-const WINDOW_ALIGN: usize = 4096;
+/// Alignment of every window's base address: enough for every element
+/// type (8 bytes at most), so that element offsets that are multiples of
+/// their size are naturally aligned. No more than 16, so that the allocator
+/// can hand out zeroed pages lazily (calloc) rather than write every byte.
+const WINDOW_ALIGN: usize = 16;
 
 /// One named window.
 pub struct Window {

@@ -10,7 +10,7 @@ mod demo;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use pld_server::config::{parse_duration, parse_size};
-use pld_server::{Config, Rank, TransportKind, WindowConfig};
+use pld_server::{Config, Progress, Rank, TransportKind, WindowConfig};
 use std::io::Write;
 use std::time::Duration;
 
@@ -70,6 +70,14 @@ struct RunArgs {
     /// of what is missing (ms, s, m).
     #[arg(long, env = "PLD_SYNC_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     sync_timeout: Duration,
+    /// How the rank waits for the network: sleep (kind to shared hosts) or
+    /// spin (busy-poll while there is traffic; lowest latency, one core busy).
+    #[arg(long, env = "PLD_PROGRESS", default_value = "sleep")]
+    progress: Progress,
+    /// With --progress spin: back off to sleeping after this long without
+    /// traffic (ms, s, m).
+    #[arg(long, env = "PLD_SPIN_IDLE", default_value = "20ms", value_parser = parse_duration)]
+    spin_idle: Duration,
     /// Largest payload in one peer frame; bigger transfers are split.
     #[arg(long, env = "PLD_MAX_FRAME", default_value = "4MiB", value_parser = parse_size)]
     max_frame: u64,
@@ -88,6 +96,12 @@ impl RunArgs {
         c.connect_timeout = self.connect_timeout;
         c.op_timeout = self.op_timeout;
         c.sync_timeout = self.sync_timeout;
+        c.progress = match self.progress {
+            Progress::Spin { .. } => Progress::Spin {
+                idle: self.spin_idle,
+            },
+            Progress::Sleep => Progress::Sleep,
+        };
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
         Ok(c)
     }
@@ -114,18 +128,34 @@ fn init_logging(default: tracing::Level) {
         .init();
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The demo is a tour: only warnings interrupt it unless RUST_LOG says otherwise.
     init_logging(match cli.command {
         Some(Command::Demo(_)) => tracing::Level::WARN,
         None => tracing::Level::INFO,
     });
-    let result = match cli.command {
-        Some(Command::Demo(args)) => demo::run(args).await,
-        None => serve(cli.run).await,
+    // A spinning rank keeps one thread busy: it runs on a current-thread
+    // runtime (a second worker would only take the core its peers need, and
+    // the multi-thread scheduler's bookkeeping costs on every spin).
+    let mut rt = if matches!(cli.run.progress, Progress::Spin { .. }) && cli.command.is_none() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     };
+    let rt = match rt.enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pld-daemon: error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Some(Command::Demo(args)) => demo::run(args).await,
+            None => serve(cli.run).await,
+        }
+    });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -1,0 +1,183 @@
+//! pld's figures, measured the way the OSU micro-benchmarks (and
+//! `mpi_rma_bench`) measure them: latency is one op plus its completion;
+//! bandwidth is a window of ops, then one `quiet`.
+
+use crate::report::Figure;
+use pld_server::{Dtype, Rank, WindowId};
+use std::time::Instant;
+
+/// Ops in one bandwidth window (OSU's window size).
+pub const WINDOW: usize = 64;
+/// A window never moves more than this, so that 64 MiB ops stay quick.
+const MAX_WINDOW_BYTES: u64 = 256 << 20;
+
+/// Runs against `peer` with rank 0's window `data`.
+pub struct Bench<'a> {
+    pub rank: &'a Rank,
+    pub peer: u32,
+    pub data: WindowId,
+    pub quick: bool,
+}
+
+/// Iterations per size: as `mpi_rma_bench` (10 000 / 1 000 / 100), fewer
+/// above 4 MiB.
+fn iters_for(size: u64, quick: bool) -> usize {
+    let n = match size {
+        s if s > 4 << 20 => 20,
+        s if s >= 1 << 20 => 100,
+        s if s >= 64 << 10 => 1000,
+        _ => 10_000,
+    };
+    if quick { (n / 10).max(5) } else { n }
+}
+
+fn window_for(size: u64) -> usize {
+    (MAX_WINDOW_BYTES / size.max(1)).clamp(1, WINDOW as u64) as usize
+}
+
+type R<T> = anyhow::Result<T>;
+
+impl Bench<'_> {
+    /// Mean time of `op` over the size's iterations, after a 10 % warm-up, in µs.
+    async fn mean_us<F, Fut>(&self, size: u64, mut op: F) -> R<f64>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = pld_server::Result<()>>,
+    {
+        let iters = iters_for(size, self.quick);
+        for _ in 0..iters / 10 {
+            op().await?;
+        }
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            op().await?;
+        }
+        Ok(t0.elapsed().as_secs_f64() * 1e6 / iters as f64)
+    }
+
+    pub async fn put_lat(&self, size: u64) -> R<Figure> {
+        let buf = vec![7u8; size as usize];
+        let us = self
+            .mean_us(size, || self.rank.put(self.peer, self.data, 0, &buf))
+            .await?;
+        Ok(Figure::lat("put_lat", size, us))
+    }
+
+    pub async fn get_lat(&self, size: u64) -> R<Figure> {
+        let us = self
+            .mean_us(size, || async {
+                self.rank.get(self.peer, self.data, 0, size).await.map(drop)
+            })
+            .await?;
+        Ok(Figure::lat("get_lat", size, us))
+    }
+
+    /// Atomic add of int32 elements (MPI_Accumulate of MPI_INT, MPI_SUM).
+    pub async fn acc_lat(&self, size: u64) -> R<Figure> {
+        let buf = vec![1u8; (size / 4 * 4).max(4) as usize];
+        let us = self
+            .mean_us(size, || {
+                self.rank
+                    .atomic_add(self.peer, self.data, 0, Dtype::Int32, &buf)
+            })
+            .await?;
+        Ok(Figure::lat("acc_lat", size, us))
+    }
+
+    /// fetch_add of one int64 (MPI_Fetch_and_op of MPI_LONG).
+    pub async fn fetch_add_lat(&self) -> R<Figure> {
+        let us = self
+            .mean_us(8, || async {
+                self.rank
+                    .fetch_add(self.peer, self.data, 0, Dtype::Int64, 1)
+                    .await
+                    .map(drop)
+            })
+            .await?;
+        Ok(Figure::lat("fetch_add_lat", 8, us))
+    }
+
+    fn bw_iters(&self, size: u64) -> usize {
+        (iters_for(size, self.quick) / 10).max(if self.quick { 3 } else { 10 })
+    }
+
+    /// A window of puts, then quiet; MB/s.
+    pub async fn put_bw(&self, size: u64) -> R<Figure> {
+        let buf = vec![7u8; size as usize];
+        let (w, iters) = (window_for(size), self.bw_iters(size));
+        let mut t0 = Instant::now();
+        for i in 0..=iters {
+            if i == 1 {
+                t0 = Instant::now();
+            }
+            for _ in 0..w {
+                drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
+            }
+            self.rank.quiet().await?;
+        }
+        let mb = (size * w as u64 * iters as u64) as f64 / 1e6;
+        Ok(Figure::bw("put_bw", size, mb / t0.elapsed().as_secs_f64()))
+    }
+
+    /// A window of gets, then all of them awaited; MB/s.
+    pub async fn get_bw(&self, size: u64) -> R<Figure> {
+        let (w, iters) = (window_for(size), self.bw_iters(size));
+        let mut t0 = Instant::now();
+        for i in 0..=iters {
+            if i == 1 {
+                t0 = Instant::now();
+            }
+            let mut handles = Vec::with_capacity(w);
+            for _ in 0..w {
+                handles.push(self.rank.get_nb(self.peer, self.data, 0, size).await?);
+            }
+            for h in handles {
+                h.wait().await?;
+            }
+        }
+        let mb = (size * w as u64 * iters as u64) as f64 / 1e6;
+        Ok(Figure::bw("get_bw", size, mb / t0.elapsed().as_secs_f64()))
+    }
+
+    /// Puts and gets at once (data flowing both ways on the link); MB/s of
+    /// both directions together.
+    pub async fn bibw(&self, size: u64) -> R<Figure> {
+        let buf = vec![7u8; size as usize];
+        let (w, iters) = (window_for(size), self.bw_iters(size));
+        let mut t0 = Instant::now();
+        for i in 0..=iters {
+            if i == 1 {
+                t0 = Instant::now();
+            }
+            let mut gets = Vec::with_capacity(w);
+            for _ in 0..w {
+                drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
+                gets.push(self.rank.get_nb(self.peer, self.data, size, size).await?);
+            }
+            self.rank.quiet().await?;
+            for g in gets {
+                g.wait().await?;
+            }
+        }
+        let mb = (2 * size * w as u64 * iters as u64) as f64 / 1e6;
+        Ok(Figure::bw("bibw", size, mb / t0.elapsed().as_secs_f64()))
+    }
+
+    /// 8-byte puts, a window at a time; messages per second.
+    pub async fn msg_rate(&self) -> R<Figure> {
+        let buf = [7u8; 8];
+        let iters = if self.quick { 100 } else { 1000 };
+        let mut t0 = Instant::now();
+        for i in 0..=iters {
+            if i == 1 {
+                t0 = Instant::now();
+            }
+            for _ in 0..WINDOW {
+                drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
+            }
+            self.rank.quiet().await?;
+        }
+        let n = (WINDOW * iters) as f64;
+        Ok(Figure::rate("msg_rate", 8, n / t0.elapsed().as_secs_f64()))
+    }
+}
