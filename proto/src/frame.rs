@@ -139,6 +139,46 @@ impl Decoder {
     /// room in `buf` for the rest of the frame, so that the next read can
     /// fill it. Errors are final for the stream.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let Some((header_len, payload_len)) = self.prefix(buf)? else {
+            return Ok(None);
+        };
+        let total = PREFIX_LEN + header_len + payload_len;
+        if buf.len() < total {
+            buf.reserve(total - buf.len());
+            return Ok(None);
+        }
+        let header = decode_header(&buf[PREFIX_LEN..PREFIX_LEN + header_len])?;
+        let mut frame = buf.split_to(total);
+        frame.advance(PREFIX_LEN + header_len);
+        Ok(Some(Frame {
+            header,
+            payload: frame.freeze(),
+        }))
+    }
+
+    /// Takes one frame's length prefix and header off the front of `buf`,
+    /// leaving its payload where it is: `(header, payload_len)`. For readers
+    /// that put large payloads straight where they belong. `Ok(None)` means
+    /// more bytes are needed (room is reserved for the header).
+    pub fn decode_head(
+        &mut self,
+        buf: &mut BytesMut,
+    ) -> Result<Option<(Header, usize)>, FrameError> {
+        let Some((header_len, payload_len)) = self.prefix(buf)? else {
+            return Ok(None);
+        };
+        if buf.len() < PREFIX_LEN + header_len {
+            buf.reserve(PREFIX_LEN + header_len - buf.len());
+            return Ok(None);
+        }
+        let header = decode_header(&buf[PREFIX_LEN..PREFIX_LEN + header_len])?;
+        buf.advance(PREFIX_LEN + header_len);
+        Ok(Some((header, payload_len)))
+    }
+
+    /// Checks the preamble (once) and the length prefix: `(header_len,
+    /// payload_len)` once the prefix is buffered, both within the limits.
+    fn prefix(&mut self, buf: &mut BytesMut) -> Result<Option<(usize, usize)>, FrameError> {
         if self.preamble_left > 0 {
             let seen = PREAMBLE.len() - self.preamble_left;
             let n = self.preamble_left.min(buf.len());
@@ -171,23 +211,14 @@ impl Decoder {
                 max: self.max_payload,
             });
         }
-        let total = PREFIX_LEN + header_len + payload_len;
-        if buf.len() < total {
-            buf.reserve(total - buf.len());
-            return Ok(None);
-        }
-        let header = Header::decode(&buf[PREFIX_LEN..PREFIX_LEN + header_len]).map_err(|e| {
-            FrameError::Malformed {
-                reason: e.to_string(),
-            }
-        })?;
-        let mut frame = buf.split_to(total);
-        frame.advance(PREFIX_LEN + header_len);
-        Ok(Some(Frame {
-            header,
-            payload: frame.freeze(),
-        }))
+        Ok(Some((header_len, payload_len)))
     }
+}
+
+fn decode_header(bytes: &[u8]) -> Result<Header, FrameError> {
+    Header::decode(bytes).map_err(|e| FrameError::Malformed {
+        reason: e.to_string(),
+    })
 }
 
 /// Shows bytes as hex and, where printable, as text: `47 45 54 20 ("GET ")`.
@@ -330,6 +361,21 @@ mod tests {
         assert_eq!(frames[1].header, get);
         assert!(frames[1].payload.is_empty());
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn decode_head_leaves_the_payload_in_the_buffer() {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&PREAMBLE);
+        buf.extend_from_slice(&encode(&put(1), b"payload"));
+        buf.extend_from_slice(&encode(&put(2), b""));
+        let mut dec = Decoder::expecting_preamble(1024);
+        let (h, n) = dec.decode_head(&mut buf).unwrap().unwrap();
+        assert_eq!((h, n), (put(1), 7));
+        assert_eq!(&buf[..7], b"payload");
+        buf.advance(7);
+        let f = dec.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(f.header, put(2));
     }
 
     #[test]

@@ -124,6 +124,12 @@ impl<T> PeerOps<T> {
         })
     }
 
+    /// What waits for `id`, if it is outstanding.
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let idx = usize::try_from(id.checked_sub(self.base)?).ok()?;
+        self.slots.get_mut(idx)?.as_mut().map(|e| &mut e.waiter)
+    }
+
     /// The id the next op will get: a `quiet` ticket covering every op
     /// issued so far.
     pub fn next_id(&self) -> u64 {

@@ -247,11 +247,24 @@ impl Cluster {
         windows: &[&str],
         tweak: impl Fn(&mut Config),
     ) -> Cluster {
+        Self::start_full(transport, n, daemons, windows, &[], tweak).await
+    }
+
+    /// As [`Cluster::start_windows`], with more flags for the daemons.
+    pub async fn start_full(
+        transport: TransportKind,
+        n: u32,
+        daemons: &[u32],
+        windows: &[&str],
+        daemon_args: &[&str],
+        tweak: impl Fn(&mut Config),
+    ) -> Cluster {
         let peers = loopback_peers(n as usize);
-        let window_args: Vec<&str> = windows.iter().flat_map(|w| ["--window", *w]).collect();
+        let mut args: Vec<&str> = windows.iter().flat_map(|w| ["--window", *w]).collect();
+        args.extend_from_slice(daemon_args);
         let mut procs: Vec<Daemon> = daemons
             .iter()
-            .map(|r| Daemon::spawn(*r, &peers, transport, &window_args))
+            .map(|r| Daemon::spawn(*r, &peers, transport, &args))
             .collect();
         let mut set = tokio::task::JoinSet::new();
         for r in (0..n).filter(|r| !daemons.contains(r)) {

@@ -280,6 +280,43 @@ both!(
                 ErrorCode::InvalidArgument,
                 "exceeds the origin's frame limit".into(),
             ),
+            // Large payloads take the straight-into-the-window path; refused,
+            // they are read and dropped, and the link goes on.
+            (
+                Body::Put(PutRequest {
+                    window: 0,
+                    offset: size - (1 << 20) + 1,
+                    region: None,
+                }),
+                vec![9; 1 << 20],
+                ErrorCode::OutOfRange,
+                "1048576 bytes at offset".into(),
+            ),
+            (
+                Body::Put(PutRequest {
+                    window: 0,
+                    offset: 0,
+                    region: Some(pld_proto::v1::Region {
+                        rows: 4,
+                        cols: 1000,
+                        row_stride: 2000,
+                        dtype: Dtype::Fp32 as i32,
+                    }),
+                }),
+                vec![9; 1 << 20],
+                ErrorCode::InvalidArgument,
+                "the payload holds 1048576 bytes, the region 16000".into(),
+            ),
+            (
+                Body::Put(PutRequest {
+                    window: 9,
+                    offset: 0,
+                    region: None,
+                }),
+                vec![9; 200_000],
+                ErrorCode::UnknownWindow,
+                "unknown window id 9".into(),
+            ),
             (
                 Body::Ack(Ack {}),
                 vec![],

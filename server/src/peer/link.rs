@@ -10,7 +10,7 @@ use super::handshake::Established;
 use super::{FrameReader, RankState, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{BarrierSignal, Header, header::Body};
 use pld_proto::{ErrorCode, Frame, MsgKind, OpKind};
@@ -26,10 +26,18 @@ use tokio::time::Instant;
 pub(crate) enum Reply {
     Ack,
     Data(Bytes),
+    /// A get reply read straight into the op's own buffer.
+    Filled(BytesMut),
     Value(i64),
 }
 
-type Waiter = oneshot::Sender<Result<Reply>>;
+/// Who waits for an op, and — for a get — the buffer its reply's bytes go
+/// into straight from the socket.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    tx: oneshot::Sender<Result<Reply>>,
+    sink: Option<BytesMut>,
+}
 
 /// One peer, as seen by the origin.
 #[derive(Debug)]
@@ -48,12 +56,19 @@ pub(crate) struct Link {
     quiet_waiters: AtomicUsize,
     progress: Notify,
     quic: Option<quinn::Connection>,
+    /// The spinning socket (TCP, spin progress), whose reader spins only
+    /// while replies are due.
+    spin: Option<Arc<crate::transport::SpinTcp>>,
     state: Arc<RankState>,
 }
 
 impl Link {
     pub fn new(state: Arc<RankState>, est: Established) -> (Arc<Link>, FrameReader) {
         let peer = est.peer.rank;
+        let spin = match &est.writer {
+            PeerWriter::Spin(s) => Some(s.clone()),
+            _ => None,
+        };
         let link = Link {
             peer,
             addr: state.config.peers[peer as usize].clone(),
@@ -65,9 +80,18 @@ impl Link {
             quiet_waiters: AtomicUsize::new(0),
             progress: Notify::new(),
             quic: est.quic,
+            spin,
             state,
         };
         (Arc::new(link), est.reader)
+    }
+
+    /// Lets the reader spin exactly while ops await replies (call with the
+    /// table locked, so that issue and completion cannot race).
+    fn spin_for_replies(&self, ops: &PeerOps<Waiter>) {
+        if let Some(s) = &self.spin {
+            s.want_replies(ops.outstanding() > 0);
+        }
     }
 
     fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
@@ -85,8 +109,26 @@ impl Link {
 
     /// Sends one request frame; the returned [`Pending`] resolves with its reply.
     pub async fn send(self: &Arc<Self>, op: OpKind, body: Body, payload: &[u8]) -> Result<Pending> {
+        self.send_with(op, body, payload, None).await
+    }
+
+    /// Sends a get whose reply goes straight into `sink` (exactly as long
+    /// as the reply); it comes back as [`Reply::Filled`].
+    pub async fn send_into(self: &Arc<Self>, body: Body, sink: BytesMut) -> Result<Pending> {
+        self.send_with(OpKind::Get, body, &[], Some(sink)).await
+    }
+
+    async fn send_with(
+        self: &Arc<Self>,
+        op: OpKind,
+        body: Body,
+        payload: &[u8],
+        sink: Option<BytesMut>,
+    ) -> Result<Pending> {
         let (tx, rx) = oneshot::channel();
-        let issue = move |ops: &mut PeerOps<Waiter>| ops.issue(op, std::time::Instant::now(), tx);
+        let waiter = Waiter { tx, sink };
+        let issue =
+            move |ops: &mut PeerOps<Waiter>| ops.issue(op, std::time::Instant::now(), waiter);
         let id = self.write(body, payload, issue).await?;
         self.state.stats.issued(op);
         let _ = id;
@@ -123,8 +165,14 @@ impl Link {
             guard.armed = false;
             return Err(self.lost_or_reset());
         };
+        let id = {
+            let mut ops = self.ops();
+            let id = id(&mut ops);
+            self.spin_for_replies(&ops);
+            id
+        };
         let header = Header {
-            id: id(&mut self.ops()),
+            id,
             body: Some(body),
         };
         let written = write_frame(writer, &header, payload).await;
@@ -159,7 +207,13 @@ impl Link {
     /// Hands a reply to whoever waits for its op.
     fn deliver(&self, frame: Frame) {
         let id = frame.header.id;
-        let Some(op) = self.ops().complete(id) else {
+        let completed = {
+            let mut ops = self.ops();
+            let op = ops.complete(id);
+            self.spin_for_replies(&ops);
+            op
+        };
+        let Some(op) = completed else {
             tracing::debug!(
                 peer = self.peer,
                 id,
@@ -195,8 +249,28 @@ impl Link {
         if reply.is_err() {
             self.state.stats.failed(op.kind);
         }
-        let _ = op.waiter.send(reply);
+        let _ = op.waiter.tx.send(reply);
         self.wake_quiet();
+    }
+
+    /// Takes op `id` out of the table if it is a get with a sink of exactly
+    /// `len` bytes, for its reply to be read straight into the sink.
+    fn take_sink(
+        &self,
+        id: u64,
+        len: usize,
+    ) -> Option<(OpKind, oneshot::Sender<Result<Reply>>, BytesMut)> {
+        let mut ops = self.ops();
+        let fits = ops
+            .get_mut(id)
+            .is_some_and(|w| w.sink.as_ref().is_some_and(|s| s.len() == len));
+        if !fits {
+            return None;
+        }
+        let op = ops.complete(id)?;
+        self.spin_for_replies(&ops);
+        let Waiter { tx, sink } = op.waiter;
+        sink.map(|s| (op.kind, tx, s))
     }
 
     /// Marks the link lost: every outstanding op fails with `reason`, and so
@@ -221,7 +295,7 @@ impl Link {
         let drained = self.ops().drain();
         for op in drained {
             self.state.stats.failed(op.kind);
-            let _ = op.waiter.send(Err(Error::PeerLost {
+            let _ = op.waiter.tx.send(Err(Error::PeerLost {
                 rank: self.peer,
                 reason: reason.clone(),
             }));
@@ -349,13 +423,18 @@ pub(crate) async fn sweep(link: Arc<Link>) {
         let Some(cutoff) = std::time::Instant::now().checked_sub(timeout) else {
             continue;
         };
-        let expired = link.ops().expire(cutoff);
+        let expired = {
+            let mut ops = link.ops();
+            let expired = ops.expire(cutoff);
+            link.spin_for_replies(&ops);
+            expired
+        };
         if expired.is_empty() {
             continue;
         }
         for op in expired {
             link.state.stats.failed(op.kind);
-            let _ = op.waiter.send(Err(Error::OpTimeout {
+            let _ = op.waiter.tx.send(Err(Error::OpTimeout {
                 rank: link.peer,
                 op: op.kind,
                 id: op.id,
@@ -379,14 +458,40 @@ pub(crate) async fn finish(w: &mut PeerWriter) {
 /// Reads replies until the connection ends, then fails the link.
 pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
     let reason = loop {
-        match reader.next().await {
-            Ok(frame) => {
-                link.state.stats.received(
-                    frame.kind(),
-                    pld_proto::frame::PREFIX_LEN + frame.payload.len(),
-                );
-                link.deliver(frame);
+        let (header, len) = match reader.try_head() {
+            Ok(Some(head)) => head,
+            Ok(None) => match reader.fill().await {
+                Ok(()) => continue,
+                Err(e) => break e.to_string(),
+            },
+            Err(e) => break e.to_string(),
+        };
+        link.state.activity.touch();
+        link.state
+            .stats
+            .received(MsgKind::of(&header), pld_proto::frame::PREFIX_LEN + len);
+        // A get reply whose op brought its own buffer goes straight into it.
+        if matches!(header.body, Some(Body::GetReply(_)))
+            && let Some((kind, tx, mut sink)) = link.take_sink(header.id, len)
+        {
+            let raw = crate::transport::Raw {
+                ptr: sink.as_mut_ptr(),
+                len: sink.len(),
+            };
+            if let Err(e) = reader.payload_into_raw(std::iter::once(raw)).await {
+                link.state.stats.failed(kind);
+                let _ = tx.send(Err(Error::PeerLost {
+                    rank: link.peer,
+                    reason: e.to_string(),
+                }));
+                break e.to_string();
             }
+            let _ = tx.send(Ok(Reply::Filled(sink)));
+            link.wake_quiet();
+            continue;
+        }
+        match reader.payload().await {
+            Ok(payload) => link.deliver(Frame { header, payload }),
             Err(e) => break e.to_string(),
         }
     };

@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::stats::Stats;
 use crate::transport::{PeerReader, PeerWriter};
 use crate::window::Windows;
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use pld_proto::frame::{self, Decoder, FrameError};
 use pld_proto::v1::{Header, Hello};
 use pld_proto::{Frame, PROTOCOL_VERSION};
@@ -71,10 +71,21 @@ impl Activity {
         let mut seen = self.frames.load(Relaxed);
         let mut since = std::time::Instant::now();
         let mut polls = 0u32;
+        let mut quiet_polls = 0u32;
         loop {
             polls = polls.wrapping_add(1);
+            let now = self.frames.load(Relaxed);
+            if now != seen {
+                quiet_polls = 0;
+            } else {
+                quiet_polls += 1;
+                // Nothing moves: let other ranks on these cores run (see
+                // transport::spin).
+                if quiet_polls >= 32 {
+                    std::thread::yield_now();
+                }
+            }
             if polls % 64 == 0 {
-                let now = self.frames.load(Relaxed);
                 if now != seen {
                     (seen, since) = (now, std::time::Instant::now());
                 } else if since.elapsed() >= idle {
@@ -177,6 +188,9 @@ pub(crate) struct FrameReader {
     io: PeerReader,
     buf: BytesMut,
     decoder: Decoder,
+    /// Payload bytes of the frame whose header was taken with
+    /// [`FrameReader::try_head`] and that are still to be taken.
+    owed: usize,
 }
 
 impl FrameReader {
@@ -185,7 +199,79 @@ impl FrameReader {
             io,
             buf: BytesMut::with_capacity(READ_CHUNK),
             decoder,
+            owed: 0,
         }
+    }
+
+    /// The next frame's header (and its payload length) if it is buffered;
+    /// the payload stays in the stream until taken with `payload`,
+    /// `payload_into_raw` or `skip_payload`.
+    pub fn try_head(&mut self) -> Result<Option<(Header, usize)>, FrameError> {
+        let head = self.decoder.decode_head(&mut self.buf)?;
+        if let Some((_, n)) = &head {
+            self.owed = *n;
+        }
+        Ok(head)
+    }
+
+    /// Whether the current frame's payload is all buffered.
+    pub fn payload_buffered(&self) -> bool {
+        self.buf.len() >= self.owed
+    }
+
+    /// The current frame's payload, read into the buffer as needed.
+    pub async fn payload(&mut self) -> Result<bytes::Bytes, ReadError> {
+        let n = std::mem::take(&mut self.owed);
+        while self.buf.len() < n {
+            self.buf.reserve(n - self.buf.len());
+            if self.io.read_buf(&mut self.buf).await? == 0 {
+                return Err(ReadError::Truncated);
+            }
+        }
+        Ok(self.buf.split_to(n).freeze())
+    }
+
+    /// Puts the current frame's payload into raw memory, piece after piece
+    /// (a window's rows; their lengths add up to the payload's): what is
+    /// buffered is copied once, the rest is read from the socket straight
+    /// into place.
+    pub async fn payload_into_raw(
+        &mut self,
+        pieces: impl Iterator<Item = crate::transport::Raw>,
+    ) -> Result<(), ReadError> {
+        for mut piece in pieces {
+            let k = piece.len.min(self.buf.len());
+            // SAFETY: `piece` is valid for its length (see `Raw`) and
+            // `k` is within both it and the buffer.
+            unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr(), piece.ptr, k) };
+            self.buf.advance(k);
+            piece = crate::transport::Raw {
+                ptr: piece.ptr.wrapping_add(k),
+                len: piece.len - k,
+            };
+            self.io
+                .read_raw_exact(piece)
+                .await
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::UnexpectedEof => ReadError::Truncated,
+                    _ => ReadError::Io(e),
+                })?;
+            self.owed -= k + piece.len;
+        }
+        Ok(())
+    }
+
+    /// Reads and drops the current frame's payload.
+    pub async fn skip_payload(&mut self) -> Result<(), ReadError> {
+        while self.owed > 0 {
+            if self.buf.is_empty() {
+                self.fill().await?;
+            }
+            let k = self.owed.min(self.buf.len());
+            self.buf.advance(k);
+            self.owed -= k;
+        }
+        Ok(())
     }
 
     /// The next frame already in the buffer, without reading.

@@ -11,11 +11,13 @@ use super::handshake::{self, Established};
 use super::{RankState, ReadError};
 use crate::error::AccessError;
 use crate::transport::{Endpoint, PeerWriter};
-use crate::window::Rows;
+use crate::window::{Rows, Window};
 use bytes::BytesMut;
 use pld_proto::frame::{self, error_header};
-use pld_proto::v1::{Ack, ErrorCode, GetReply, Header, Hello, ValueReply, header::Body};
-use pld_proto::{Dtype, Frame, MsgKind, NotifyOp, OpKind};
+use pld_proto::v1::{
+    Ack, ErrorCode, GetReply, Header, Hello, PutRequest, ValueReply, header::Body,
+};
+use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -24,6 +26,9 @@ use tokio::task::JoinSet;
 /// Replies are written once this much has accumulated, even if more
 /// requests are buffered.
 const FLUSH_AT: usize = 256 * 1024;
+/// Payloads at least this large go straight between socket and window
+/// (puts always; get replies where the transport writes from raw memory).
+const DIRECT_MIN: usize = 64 * 1024;
 
 /// Accepts peers until the endpoint closes (or the task is aborted, which
 /// aborts every connection it serves).
@@ -65,17 +70,21 @@ async fn serve(state: Arc<RankState>, est: Established) {
     drop(_e);
     let mut out = BytesMut::with_capacity(64 * 1024);
     let reason = loop {
-        match reader.decode_buffered() {
-            Ok(Some(f)) => {
-                apply(&state, &peer, f, &mut out);
-                if out.len() >= FLUSH_AT
+        let (header, len) = match reader.try_head() {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                // Nothing more buffered: send what is owed, then read.
+                if !out.is_empty()
                     && let Err(e) = flush(&state, &mut writer, &mut out).await
                 {
                     break format!("write failed: {e}");
                 }
-                continue;
+                match reader.fill().await {
+                    Ok(()) => continue,
+                    Err(ReadError::Closed) => break "closed by the peer".into(),
+                    Err(e) => break e.to_string(),
+                }
             }
-            Ok(None) => {}
             Err(e) => {
                 // Not a frame: say why, then close; the stream cannot be resynchronised.
                 state.stats.frame_error();
@@ -87,16 +96,67 @@ async fn serve(state: Arc<RankState>, est: Established) {
                 reader.drain(Duration::from_secs(1)).await;
                 break e.to_string();
             }
-        }
-        if !out.is_empty()
+        };
+        // Replies owed so far go out before anything waits on the socket.
+        if (len >= DIRECT_MIN || !reader.payload_buffered())
+            && !out.is_empty()
             && let Err(e) = flush(&state, &mut writer, &mut out).await
         {
             break format!("write failed: {e}");
         }
-        match reader.fill().await {
-            Ok(()) => {}
-            Err(ReadError::Closed) => break "closed by the peer".into(),
+        // A large put goes from the socket straight into the window.
+        if len >= DIRECT_MIN
+            && let Some(Body::Put(p)) = &header.body
+        {
+            state.activity.touch();
+            state.stats.received(MsgKind::Put, frame::PREFIX_LEN + len);
+            match put_rows(&state, p, len) {
+                Ok((w, rows)) => {
+                    if let Err(e) = reader.payload_into_raw(w.raw_rows(rows)).await {
+                        break e.to_string();
+                    }
+                    w.changed();
+                    state.stats.served(OpKind::Put, true);
+                    push(&state, &mut out, header.id, Body::Ack(Ack {}), 0);
+                }
+                Err(e) => {
+                    if let Err(e) = reader.skip_payload().await {
+                        break e.to_string();
+                    }
+                    state.stats.served(OpKind::Put, false);
+                    reply_error(&state, &mut out, header.id, e.code(), e.to_string());
+                }
+            }
+            continue;
+        }
+        let payload = match reader.payload().await {
+            Ok(p) => p,
             Err(e) => break e.to_string(),
+        };
+        if let Some((window, rows)) = apply(
+            &state,
+            &peer,
+            header,
+            &payload,
+            &mut out,
+            writer.writes_raw(),
+        ) && let Ok(w) = state.windows.get(window)
+        {
+            // A large get reply: its header is in `out`; the rows follow
+            // straight from the window.
+            let written = match flush(&state, &mut writer, &mut out).await {
+                Ok(()) => write_rows(&mut writer, w, rows).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
+                break format!("write failed: {e}");
+            }
+            state.stats.bytes_out(rows.len());
+        }
+        if out.len() >= FLUSH_AT
+            && let Err(e) = flush(&state, &mut writer, &mut out).await
+        {
+            break format!("write failed: {e}");
         }
     };
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
@@ -105,6 +165,13 @@ async fn serve(state: Arc<RankState>, est: Established) {
     if let Some(q) = quic {
         q.close(0u32.into(), b"done");
     }
+}
+
+async fn write_rows(writer: &mut PeerWriter, w: &Window, rows: Rows) -> std::io::Result<()> {
+    for raw in w.raw_rows(rows) {
+        writer.write_raw_all(raw).await?;
+    }
+    Ok(())
 }
 
 async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut BytesMut) -> std::io::Result<()> {
@@ -125,16 +192,25 @@ enum Outcome {
     Value(i64),
 }
 
-/// Applies one request and appends its reply to `out`.
-fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
+/// Applies one request and appends its reply to `out`. A large get reply
+/// whose rows the writer can send straight from the window gets only its
+/// header appended; the rows are returned for the caller to write.
+fn apply(
+    state: &RankState,
+    peer: &Hello,
+    header: Header,
+    payload: &[u8],
+    out: &mut BytesMut,
+    write_raw: bool,
+) -> Option<(u32, Rows)> {
     state.activity.touch();
-    let kind = MsgKind::of(&f.header);
+    let kind = MsgKind::of(&header);
     state
         .stats
-        .received(kind, frame::PREFIX_LEN + f.payload.len());
-    let id = f.header.id;
+        .received(kind, frame::PREFIX_LEN + payload.len());
+    let id = header.id;
     // A barrier message is one-way: it moves the barrier, nothing answers it.
-    if let Some(Body::Barrier(b)) = &f.header.body {
+    if let Some(Body::Barrier(b)) = &header.body {
         let accepted = state
             .barrier
             .lock()
@@ -147,20 +223,22 @@ fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
                 tracing::warn!(peer = peer.rank, "ignored a barrier message: {e}");
             }
         }
-        return;
+        return None;
     }
-    let Some(body) = f.header.body else {
-        return reply_error(
+    let Some(body) = header.body else {
+        reply_error(
             state,
             out,
             id,
             ErrorCode::UnexpectedMessage,
             "a frame without a message".into(),
         );
+        return None;
     };
-    let Some((op, outcome)) = execute(state, peer, body, &f.payload) else {
+    let Some((op, outcome)) = execute(state, peer, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
-        return reply_error(state, out, id, ErrorCode::UnexpectedMessage, msg);
+        reply_error(state, out, id, ErrorCode::UnexpectedMessage, msg);
+        return None;
     };
     state.stats.served(op, outcome.is_ok());
     match outcome {
@@ -168,11 +246,12 @@ fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
         Ok(Outcome::Value(v)) => push(state, out, id, Body::Value(ValueReply { previous: v }), 0),
         Ok(Outcome::Data { window, rows }) => {
             push(state, out, id, Body::GetReply(GetReply {}), rows.len());
-            let start = out.len();
-            out.resize(start + rows.len(), 0);
-            // Checked in `run`; cannot fail here.
+            if write_raw && rows.len() >= DIRECT_MIN {
+                return Some((window, rows));
+            }
+            // Checked in `run`: the window exists and the rows are in it.
             if let Ok(w) = state.windows.get(window) {
-                let _ = w.read_rows_into(rows, &mut out[start..]);
+                w.append_rows(rows, out);
             }
         }
         Err(e) => {
@@ -180,6 +259,28 @@ fn apply(state: &RankState, peer: &Hello, f: Frame, out: &mut BytesMut) {
             reply_error(state, out, id, e.code(), e.to_string());
         }
     }
+    None
+}
+
+/// Where a put lands: its window and rows, checked against the payload's
+/// length. Shared by the buffered path and the straight-into-the-window one.
+fn put_rows<'s>(
+    state: &'s RankState,
+    r: &PutRequest,
+    len: usize,
+) -> Result<(&'s Window, Rows), AccessError> {
+    let w = state.windows.get(r.window)?;
+    let rows = match &r.region {
+        None => w.check_contiguous(r.offset, len as u64)?,
+        Some(region) => w.check_region(r.offset, region)?,
+    };
+    if rows.len() != len {
+        return Err(AccessError::PayloadLength {
+            expected: rows.len() as u64,
+            got: len as u64,
+        });
+    }
+    Ok((w, rows))
 }
 
 /// Runs a request; `None` if the body is not a request at all.
@@ -210,11 +311,8 @@ fn run(
     let dtype = |v: i32| Dtype::from_wire(v).ok_or(AccessError::UnknownDtype { value: v });
     match body {
         Body::Put(r) => {
-            let w = state.windows.get(r.window)?;
-            match &r.region {
-                None => w.write(r.offset, payload)?,
-                Some(region) => w.write_rows(w.check_region(r.offset, region)?, payload)?,
-            }
+            let (w, rows) = put_rows(state, &r, payload.len())?;
+            w.write_rows(rows, payload)?;
             Ok(Outcome::Ack)
         }
         Body::Get(r) => {

@@ -75,32 +75,39 @@ pub(crate) fn acked(replies: Vec<Reply>, check: Check) -> Result<()> {
     }
 }
 
-/// Get: the parts' bytes, in order, exactly as long as asked.
-pub(crate) fn data(replies: Vec<Reply>, check: Check) -> Result<Bytes> {
-    let mut parts = Vec::with_capacity(replies.len());
-    for r in replies {
+/// The parts of a get, in order, as one buffer exactly as long as asked:
+/// parts read into slices of one buffer join up again without copying.
+fn join(replies: Vec<Reply>, check: Check) -> Result<BytesMut> {
+    let mut all = BytesMut::new();
+    for (i, r) in replies.into_iter().enumerate() {
         match r {
-            Reply::Data(b) => parts.push(b),
+            Reply::Filled(b) if i == 0 => all = b,
+            Reply::Filled(b) => all.unsplit(b),
+            Reply::Data(b) => all.extend_from_slice(&b),
             _ => return Err(protocol(check, "got a reply without data".into())),
         }
     }
-    let data = match parts.len() {
-        1 => parts.pop().unwrap_or_default(),
-        _ => {
-            let mut all = BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
-            for p in &parts {
-                all.extend_from_slice(p);
-            }
-            all.freeze()
-        }
-    };
     match check.len {
-        Some(want) if want != data.len() as u64 => Err(protocol(
+        Some(want) if want != all.len() as u64 => Err(protocol(
             check,
-            format!("of {want} bytes got {} bytes back", data.len()),
+            format!("of {want} bytes got {} bytes back", all.len()),
         )),
-        _ => Ok(data),
+        _ => Ok(all),
     }
+}
+
+/// Get: the bytes.
+pub(crate) fn data(replies: Vec<Reply>, check: Check) -> Result<Bytes> {
+    match replies.as_slice() {
+        // One part not read into a buffer of ours: its frame's bytes as they are.
+        [Reply::Data(b)] if check.len.is_none_or(|l| l == b.len() as u64) => Ok(b.clone()),
+        _ => join(replies, check).map(BytesMut::freeze),
+    }
+}
+
+/// Get into a caller's buffer: the buffer, filled.
+pub(crate) fn filled(replies: Vec<Reply>, check: Check) -> Result<BytesMut> {
+    join(replies, check)
 }
 
 /// fetch_add and compare_swap: one previous value.

@@ -21,7 +21,7 @@ use crate::peer::{RankState, serve};
 use crate::stats::StatsSnapshot;
 use crate::transport::{Endpoint, TransportSettings};
 use crate::window::{Window, Windows, check_fits};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use handle::{Check, Finish};
 use pld_proto::region::ChunkPlan;
 use pld_proto::v1::{CompareSwapRequest, FetchAddRequest, GetRequest, NotifyRequest, header::Body};
@@ -66,6 +66,12 @@ impl Drop for Rank {
         // The JoinSet aborts the accept loop, every served connection and
         // every reply reader when it drops.
     }
+}
+
+/// A get issued: done here, or in flight.
+enum Parts {
+    Local(BytesMut),
+    Remote(Vec<link::Pending>),
 }
 
 enum Target<'a> {
@@ -327,11 +333,53 @@ impl Rank {
         offset: u64,
         len: u64,
     ) -> Result<OpHandle<Bytes>> {
+        let check = check(peer, OpKind::Get, Some(len));
+        match self
+            .get_parts(peer, win, offset, BytesMut::zeroed(len as usize))
+            .await?
+        {
+            Parts::Local(b) => Ok(OpHandle::ready(Ok(b.freeze()))),
+            Parts::Remote(parts) => Ok(OpHandle::remote(parts, check, handle::data)),
+        }
+    }
+
+    /// Non-blocking get into `buf`, all of it: the bytes at `offset` go
+    /// from the socket straight into `buf` (no other copy), and the handle
+    /// gives `buf` back. Reusing buffers, a program gets without allocating.
+    pub async fn get_nb_into(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        buf: BytesMut,
+    ) -> Result<OpHandle<BytesMut>> {
+        let check = check(peer, OpKind::Get, Some(buf.len() as u64));
+        match self.get_parts(peer, win, offset, buf).await? {
+            Parts::Local(b) => Ok(OpHandle::ready(Ok(b))),
+            Parts::Remote(parts) => Ok(OpHandle::remote(parts, check, handle::filled)),
+        }
+    }
+
+    /// Issues a get of `buf.len()` bytes: one request per frame, each with
+    /// its own slice of `buf` to be read into.
+    async fn get_parts(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        mut buf: BytesMut,
+    ) -> Result<Parts> {
         let op = OpKind::Get;
+        let len = buf.len() as u64;
         let w = self.win(op, peer, win)?;
         w.check_range(offset, len).map_err(self.refused(op, peer))?;
         let link = match self.target(peer)? {
-            Target::Local => return self.local_op(op, peer, w.read(offset, len).map(Bytes::from)),
+            Target::Local => {
+                w.read_into(offset, &mut buf)
+                    .map_err(self.refused(op, peer))?;
+                self.state.stats.local(op);
+                return Ok(Parts::Local(buf));
+            }
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("get", peer, window = w.name(), offset, len);
@@ -345,13 +393,9 @@ impl Rank {
                     len: n as u64,
                     region: None,
                 });
-                parts.push(link.send(op, body, &[]).await?);
+                parts.push(link.send_into(body, buf.split_to(n)).await?);
             }
-            Ok(OpHandle::remote(
-                parts,
-                check(peer, op, Some(len)),
-                handle::data,
-            ))
+            Ok(Parts::Remote(parts))
         }
         .instrument(span)
         .await

@@ -293,6 +293,32 @@ impl Rank {
         }
     }
 
+    /// Reads `dst.len()` bytes at byte `offset` of `peer`'s window into
+    /// `dst`: frames are pipelined, and each lands in `dst` with one copy.
+    pub async fn get_into(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let len = dst.len() as u64;
+        let t = Transfer {
+            dtype: Dtype::Int8,
+            shape: Shape { rows: 1, cols: len },
+            src: Layout {
+                offset,
+                row_stride: len,
+            },
+            dst: Layout {
+                offset: 0,
+                row_stride: len,
+            },
+        };
+        self.get_region(peer, win, &t, dst, Chunking::default())
+            .await
+    }
+
     /// Gets a 2-D region of `peer`'s window (in `t.src`'s layout) into `dst`
     /// (in `t.dst`'s layout).
     pub async fn get_region(

@@ -49,6 +49,146 @@ pub fn free_loopback_port() -> io::Result<u16> {
     ))
 }
 
+/// Memory that a payload is read into or written from, given by address:
+/// rows of a window, which peers read and write while this rank serves
+/// them. No Rust reference to it is ever made; the kernel (or a raw copy)
+/// moves the bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Raw {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: a `Raw` points into window memory, which is shared by design and
+// outlives every task that serves the window (the tasks hold the rank).
+unsafe impl Send for Raw {}
+
+impl Raw {
+    fn offset(self, n: usize) -> Raw {
+        Raw {
+            ptr: self.ptr.wrapping_add(n),
+            len: self.len - n,
+        }
+    }
+}
+
+fn check(n: isize) -> io::Result<usize> {
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn recv_raw(s: &std::net::TcpStream, dst: Raw, flags: libc::c_int) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `dst` is valid for `len` bytes (see `Raw`); the kernel writes
+    // at most that many.
+    check(unsafe { libc::recv(s.as_raw_fd(), dst.ptr.cast(), dst.len, flags) })
+}
+
+fn send_raw(s: &std::net::TcpStream, src: Raw, flags: libc::c_int) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `src` is valid for `len` bytes (see `Raw`).
+    check(unsafe {
+        libc::send(
+            s.as_raw_fd(),
+            src.ptr.cast(),
+            src.len,
+            flags | libc::MSG_NOSIGNAL,
+        )
+    })
+}
+
+/// A borrowed std view of a tokio stream's descriptor, never dropped.
+fn tokio_fd(s: &tokio::net::TcpStream) -> std::mem::ManuallyDrop<std::net::TcpStream> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: the descriptor stays open while `s` lives, and ManuallyDrop
+    // keeps this view from closing it.
+    std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(s.as_raw_fd()) })
+}
+
+impl PeerReader {
+    /// Reads into raw memory; `Ok(0)` at the end of the stream.
+    pub async fn read_raw(&mut self, dst: Raw) -> io::Result<usize> {
+        match self {
+            PeerReader::Tcp(r) => loop {
+                let s = r.as_ref();
+                s.readable().await?;
+                match s.try_io(tokio::io::Interest::READABLE, || {
+                    recv_raw(&tokio_fd(s), dst, 0)
+                }) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    r => return r,
+                }
+            },
+            PeerReader::Spin(s) => std::future::poll_fn(move |cx| s.poll_read_raw(cx, dst)).await,
+            PeerReader::Quic(r) => match r.read_chunk(dst.len, true).await {
+                Ok(Some(chunk)) => {
+                    // SAFETY: the chunk holds at most `dst.len` bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            chunk.bytes.as_ptr(),
+                            dst.ptr,
+                            chunk.bytes.len(),
+                        )
+                    };
+                    Ok(chunk.bytes.len())
+                }
+                Ok(None) => Ok(0),
+                Err(e) => Err(io::Error::other(e)),
+            },
+        }
+    }
+
+    /// Fills all of `dst`.
+    pub async fn read_raw_exact(&mut self, mut dst: Raw) -> io::Result<()> {
+        while dst.len > 0 {
+            let n = self.read_raw(dst).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            dst = dst.offset(n);
+        }
+        Ok(())
+    }
+}
+
+impl PeerWriter {
+    /// Whether this transport writes straight from raw memory (TCP); QUIC
+    /// takes its data into its own buffers, so callers copy for it instead.
+    pub fn writes_raw(&self) -> bool {
+        !matches!(self, PeerWriter::Quic(_))
+    }
+
+    /// Writes all of raw memory `src`. Only for transports that
+    /// [`PeerWriter::writes_raw`].
+    pub async fn write_raw_all(&mut self, mut src: Raw) -> io::Result<()> {
+        while src.len > 0 {
+            let n = match self {
+                PeerWriter::Tcp(w) => loop {
+                    let s = w.as_ref();
+                    s.writable().await?;
+                    match s.try_io(tokio::io::Interest::WRITABLE, || {
+                        send_raw(&tokio_fd(s), src, 0)
+                    }) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        r => break r?,
+                    }
+                },
+                PeerWriter::Spin(s) => {
+                    std::future::poll_fn(move |cx| s.poll_write_raw(cx, src)).await?
+                }
+                PeerWriter::Quic(_) => {
+                    return Err(io::Error::other("QUIC does not write from raw memory"));
+                }
+            };
+            src = src.offset(n);
+        }
+        Ok(())
+    }
+}
+
 /// The receiving half of a peer connection.
 #[derive(Debug)]
 pub enum PeerReader {

@@ -49,7 +49,26 @@ pub struct SpinTcp {
     /// Misses since the clock was last read: the clock is read once per
     /// `CLOCK_EVERY` misses, not on every one.
     misses: std::sync::atomic::AtomicU32,
+    /// Whether reads spin at all. A link's reader spins only while replies
+    /// are due (`want_replies`); served connections always may.
+    read_spins: std::sync::atomic::AtomicBool,
+    /// The reader's waker while it waits for readiness, so that turning
+    /// spinning back on can wake it.
+    parked_reader: std::sync::Mutex<Option<std::task::Waker>>,
 }
+
+thread_local! {
+    /// Empty polls in a row on this thread, over all its spinning sockets:
+    /// the thread gives the CPU away once per round of them, not once per
+    /// socket.
+    static THREAD_MISSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Empty polls in a row after which each further one gives the CPU away
+/// (sched_yield) — so that ranks outnumbering the cores take turns instead
+/// of spinning through each other's time slices. With nobody else to run,
+/// sched_yield returns at once.
+const YIELD_AFTER: u32 = 4;
 
 /// How many empty polls pass between two looks at the clock.
 const CLOCK_EVERY: u32 = 128;
@@ -68,6 +87,8 @@ impl SpinTcp {
             idle_ns: idle.as_nanos() as u64,
             last_active: AtomicU64::new(now_ns()),
             misses: std::sync::atomic::AtomicU32::new(0),
+            read_spins: std::sync::atomic::AtomicBool::new(true),
+            parked_reader: std::sync::Mutex::new(None),
         })
     }
 
@@ -76,12 +97,36 @@ impl SpinTcp {
         // at the clock.
         self.misses.store(0, Ordering::Relaxed);
         self.last_active.store(0, Ordering::Relaxed);
+        THREAD_MISSES.with(|m| m.set(0));
+    }
+
+    /// Whether the read side should spin: a link turns it on while replies
+    /// are due and off when none are, so that a link that only sends
+    /// (barrier signals, say) does not burn a core waiting for nothing.
+    pub fn want_replies(&self, on: bool) {
+        let was = self.read_spins.swap(on, Ordering::AcqRel);
+        if on && !was {
+            self.misses.store(0, Ordering::Relaxed);
+            self.last_active.store(0, Ordering::Relaxed);
+            let parked = self.parked_reader.lock().map(|mut w| w.take());
+            if let Ok(Some(w)) = parked {
+                w.wake();
+            }
+        }
     }
 
     /// Whether to keep spinning after an empty poll: yes while there was
     /// traffic within the idle time.
     fn spinning(&self) -> bool {
         let misses = self.misses.fetch_add(1, Ordering::Relaxed);
+        let thread_misses = THREAD_MISSES.with(|m| {
+            m.set(m.get() + 1);
+            m.get()
+        });
+        if thread_misses > YIELD_AFTER {
+            THREAD_MISSES.with(|m| m.set(0));
+            std::thread::yield_now();
+        }
         if misses % CLOCK_EVERY != 0 {
             return true;
         }
@@ -96,29 +141,41 @@ impl SpinTcp {
         }
     }
 
-    pub(super) fn poll_read(
+    /// Runs one non-blocking socket operation; when it would block, spins
+    /// (or, idle, waits for readiness) and says so with `Pending`.
+    fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+        read: bool,
+        mut op: impl FnMut(&TcpStream) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
         loop {
-            // SAFETY: `recv` writes at most the slice's length of bytes and
-            // returns how many; only those are marked initialised.
-            let unfilled = unsafe { buf.unfilled_mut() };
-            match SockRef::from(self.fd.get_ref()).recv(unfilled) {
-                Ok(n) => {
-                    // SAFETY: the kernel initialised the first `n` bytes.
-                    unsafe { buf.assume_init(n) };
-                    buf.advance(n);
+            match op(self.fd.get_ref()) {
+                Ok(r) => {
                     self.touch();
-                    return Poll::Ready(Ok(()));
+                    return Poll::Ready(Ok(r));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.spinning() {
+                    let spins = !read || self.read_spins.load(Ordering::Acquire);
+                    if spins && self.spinning() {
                         return defer(cx);
                     }
-                    match self.fd.poll_read_ready(cx) {
+                    if read {
+                        if let Ok(mut w) = self.parked_reader.lock() {
+                            *w = Some(cx.waker().clone());
+                        }
+                        // Spinning may have been turned on meanwhile.
+                        if self.read_spins.load(Ordering::Acquire) && self.spinning() {
+                            return defer(cx);
+                        }
+                    }
+                    let ready = if read {
+                        self.fd.poll_read_ready(cx)
+                    } else {
+                        self.fd.poll_write_ready(cx)
+                    };
+                    match ready {
                         Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
                         Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                         Poll::Pending => return Poll::Pending,
@@ -129,27 +186,41 @@ impl SpinTcp {
         }
     }
 
+    pub(super) fn poll_read(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // SAFETY: `recv` writes at most the slice's length of bytes and
+        // returns how many; only those are marked initialised.
+        let unfilled = unsafe { buf.unfilled_mut() };
+        let n = std::task::ready!(self.poll_io(cx, true, |s| SockRef::from(s).recv(unfilled)))?;
+        // SAFETY: the kernel initialised the first `n` bytes.
+        unsafe { buf.assume_init(n) };
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+
     pub(super) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        loop {
-            match self.fd.get_ref().write(buf) {
-                Ok(n) => {
-                    self.touch();
-                    return Poll::Ready(Ok(n));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.spinning() {
-                        return defer(cx);
-                    }
-                    match self.fd.poll_write_ready(cx) {
-                        Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                        Poll::Pending => return Poll::Pending,
-                    }
-                }
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        self.poll_io(cx, false, |mut s| s.write(buf))
+    }
+
+    /// `recv` into raw memory (a window's rows).
+    pub(super) fn poll_read_raw(
+        &self,
+        cx: &mut Context<'_>,
+        dst: super::Raw,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_io(cx, true, |s| super::recv_raw(s, dst, libc::MSG_DONTWAIT))
+    }
+
+    /// `send` from raw memory (a window's rows).
+    pub(super) fn poll_write_raw(
+        &self,
+        cx: &mut Context<'_>,
+        src: super::Raw,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_io(cx, false, |s| super::send_raw(s, src, libc::MSG_DONTWAIT))
     }
 
     pub(super) fn shutdown(&self) -> io::Result<()> {

@@ -89,8 +89,8 @@ impl Rows {
         at..at + self.row_bytes
     }
 
-    fn rows(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        (0..self.rows).map(|i| self.row(i))
+    fn rows(self) -> impl Iterator<Item = Range<usize>> {
+        (0..self.rows).map(move |i| self.row(i))
     }
 }
 
@@ -302,6 +302,42 @@ impl Window {
             };
         }
         Ok(())
+    }
+
+    /// The region's rows as raw memory, for reading payloads straight into
+    /// the window or writing them straight from it.
+    pub(crate) fn raw_rows(&self, rows: Rows) -> impl Iterator<Item = crate::transport::Raw> + '_ {
+        rows.rows().map(move |r| crate::transport::Raw {
+            ptr: self.ptr.as_ptr().wrapping_add(r.start),
+            len: r.len(),
+        })
+    }
+
+    /// Tells waiters that bytes changed (after a write through `raw_rows`).
+    pub(crate) fn changed(&self) {
+        self.board.changed();
+    }
+
+    /// Appends the region's rows, packed, to `out` (one copy, no zero fill).
+    pub fn append_rows(&self, rows: Rows, out: &mut bytes::BytesMut) {
+        out.reserve(rows.len());
+        let start = out.len();
+        let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+        let mut written = 0;
+        for r in rows.rows() {
+            // SAFETY: `rows` was checked against this window's bounds, and
+            // `reserve` made room for all of them after `out`'s bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.ptr.as_ptr().add(r.start),
+                    dst.add(written),
+                    r.len(),
+                )
+            };
+            written += r.len();
+        }
+        // SAFETY: the `written` bytes after `start` were just initialised.
+        unsafe { out.set_len(start + written) };
     }
 
     /// Elementwise atomic add of `payload` (packed rows of `dtype`) into the region.

@@ -3,6 +3,7 @@
 //! bandwidth is a window of ops, then one `quiet`.
 
 use crate::report::Figure;
+use bytes::BytesMut;
 use pld_server::{Dtype, Rank, WindowId};
 use std::time::Instant;
 
@@ -63,12 +64,23 @@ impl Bench<'_> {
         Ok(Figure::lat("put_lat", size, us))
     }
 
+    /// Gets into one reused buffer, as MPI_Get into `buf`.
     pub async fn get_lat(&self, size: u64) -> R<Figure> {
-        let us = self
-            .mean_us(size, || async {
-                self.rank.get(self.peer, self.data, 0, size).await.map(drop)
-            })
-            .await?;
+        let mut buf = BytesMut::zeroed(size as usize);
+        let iters = iters_for(size, self.quick);
+        let mut t0 = Instant::now();
+        for i in 0..iters + iters / 10 {
+            if i == iters / 10 {
+                t0 = Instant::now();
+            }
+            buf = self
+                .rank
+                .get_nb_into(self.peer, self.data, 0, buf)
+                .await?
+                .wait()
+                .await?;
+        }
+        let us = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
         Ok(Figure::lat("get_lat", size, us))
     }
 
@@ -119,20 +131,22 @@ impl Bench<'_> {
         Ok(Figure::bw("put_bw", size, mb / t0.elapsed().as_secs_f64()))
     }
 
-    /// A window of gets, then all of them awaited; MB/s.
+    /// A window of gets into the window's own reused buffers, then all of
+    /// them awaited; MB/s.
     pub async fn get_bw(&self, size: u64) -> R<Figure> {
         let (w, iters) = (window_for(size), self.bw_iters(size));
+        let mut bufs: Vec<BytesMut> = (0..w).map(|_| BytesMut::zeroed(size as usize)).collect();
         let mut t0 = Instant::now();
         for i in 0..=iters {
             if i == 1 {
                 t0 = Instant::now();
             }
             let mut handles = Vec::with_capacity(w);
-            for _ in 0..w {
-                handles.push(self.rank.get_nb(self.peer, self.data, 0, size).await?);
+            for b in bufs.drain(..) {
+                handles.push(self.rank.get_nb_into(self.peer, self.data, 0, b).await?);
             }
             for h in handles {
-                h.wait().await?;
+                bufs.push(h.wait().await?);
             }
         }
         let mb = (size * w as u64 * iters as u64) as f64 / 1e6;
