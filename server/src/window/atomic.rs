@@ -1,9 +1,13 @@
 //! Per-element atomic kernels on window memory.
 //!
-//! Integers use the hardware's atomic add; floating point uses a
-//! compare-and-swap loop on the element's bits. fp16 and bf16 add in fp32 and
-//! round back to nearest even: fp32 carries more than 2p+2 bits for both
-//! (p = 11 and 8), so the double rounding gives the correctly rounded sum.
+//! Every mutating atomic takes the lock of the 64 KiB stripe it touches
+//! (see `Window::for_each_stripe`), so inside a stripe an element add is a
+//! plain load, add and store — relaxed atomics, which compile to ordinary
+//! moves, so that a concurrent `wait` reading the cell atomically is never a
+//! data race — with no lock prefix and no compare-and-swap loop. fp16 and
+//! bf16 add in fp32 and round back to nearest even: fp32 carries more than
+//! 2p+2 bits for both (p = 11 and 8), so the double rounding gives the
+//! correctly rounded sum.
 
 use half::{bf16, f16};
 use pld_proto::Dtype;
@@ -16,7 +20,7 @@ use std::sync::atomic::{
 ///
 /// # Safety
 /// `dst` must be valid for `operands.len()` bytes and aligned to `N`.
-unsafe fn each<const N: usize>(dst: *mut u8, operands: &[u8], f: impl Fn(*mut u8, [u8; N])) {
+unsafe fn each<const N: usize>(dst: *mut u8, operands: &[u8], mut f: impl FnMut(*mut u8, [u8; N])) {
     for (i, chunk) in operands.chunks_exact(N).enumerate() {
         let bytes: [u8; N] = std::array::from_fn(|k| chunk[k]);
         // SAFETY: i * N + N <= operands.len(), inside `dst`'s range.
@@ -24,73 +28,55 @@ unsafe fn each<const N: usize>(dst: *mut u8, operands: &[u8], f: impl Fn(*mut u8
     }
 }
 
-/// Elementwise atomic `dst += operands` for `dtype`.
+macro_rules! add_as {
+    ($atomic:ty, $n:literal, $dst:expr, $ops:expr, |$cur:ident, $b:ident| $sum:expr) => {
+        // SAFETY: the caller's contract: valid, aligned cells for $n-byte elements.
+        unsafe {
+            each::<$n>($dst, $ops, |p, $b| {
+                let cell = <$atomic>::from_ptr(p.cast());
+                let $cur = cell.load(Relaxed);
+                cell.store($sum, Relaxed);
+            })
+        }
+    };
+}
+
+/// Elementwise `dst += operands` for `dtype`, with the stripe lock held.
 ///
 /// # Safety
 /// `dst` must be valid for `operands.len()` bytes and aligned to
-/// `dtype.size()`; `operands.len()` must be a multiple of it.
-pub(super) unsafe fn add(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
-    // SAFETY: `each` hands every closure below element pointers inside the
-    // caller's valid, aligned range, as `from_ptr` requires.
-    unsafe {
-        match dtype {
-            Dtype::Int8 => each::<1>(dst, operands, |p, b| {
-                AtomicI8::from_ptr(p.cast()).fetch_add(i8::from_le_bytes(b), Relaxed);
-            }),
-            Dtype::Int16 => each::<2>(dst, operands, |p, b| {
-                AtomicI16::from_ptr(p.cast()).fetch_add(i16::from_le_bytes(b), Relaxed);
-            }),
-            Dtype::Int32 => each::<4>(dst, operands, |p, b| {
-                AtomicI32::from_ptr(p.cast()).fetch_add(i32::from_le_bytes(b), Relaxed);
-            }),
-            Dtype::Int64 => each::<8>(dst, operands, |p, b| {
-                AtomicI64::from_ptr(p.cast()).fetch_add(i64::from_le_bytes(b), Relaxed);
-            }),
-            Dtype::Fp32 => each::<4>(dst, operands, |p, b| {
-                let v = f32::from_le_bytes(b);
-                update(AtomicU32::from_ptr(p.cast()), |c| {
-                    (f32::from_bits(c) + v).to_bits()
-                });
-            }),
-            Dtype::Fp64 => each::<8>(dst, operands, |p, b| {
-                let v = f64::from_le_bytes(b);
-                update64(AtomicU64::from_ptr(p.cast()), |c| {
-                    (f64::from_bits(c) + v).to_bits()
-                });
-            }),
-            Dtype::Fp16 => each::<2>(dst, operands, |p, b| {
-                let v = f16::from_le_bytes(b).to_f32();
-                update16(AtomicU16::from_ptr(p.cast()), |c| {
-                    f16::from_f32(f16::from_bits(c).to_f32() + v).to_bits()
-                });
-            }),
-            Dtype::Bf16 => each::<2>(dst, operands, |p, b| {
-                let v = bf16::from_le_bytes(b).to_f32();
-                update16(AtomicU16::from_ptr(p.cast()), |c| {
-                    bf16::from_f32(bf16::from_bits(c).to_f32() + v).to_bits()
-                });
-            }),
-            // Rejected by the checks; nothing to add.
-            Dtype::Unspecified => {}
-        }
+/// `dtype.size()`; `operands.len()` must be a multiple of it; the lock of
+/// the stripe that holds the range must be held.
+pub(super) unsafe fn add_locked(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
+    match dtype {
+        Dtype::Int8 => add_as!(AtomicI8, 1, dst, operands, |c, b| c
+            .wrapping_add(i8::from_le_bytes(b))),
+        Dtype::Int16 => add_as!(AtomicI16, 2, dst, operands, |c, b| c
+            .wrapping_add(i16::from_le_bytes(b))),
+        Dtype::Int32 => add_as!(AtomicI32, 4, dst, operands, |c, b| c
+            .wrapping_add(i32::from_le_bytes(b))),
+        Dtype::Int64 => add_as!(AtomicI64, 8, dst, operands, |c, b| c
+            .wrapping_add(i64::from_le_bytes(b))),
+        Dtype::Fp32 => add_as!(AtomicU32, 4, dst, operands, |c, b| {
+            (f32::from_bits(c) + f32::from_le_bytes(b)).to_bits()
+        }),
+        Dtype::Fp64 => add_as!(AtomicU64, 8, dst, operands, |c, b| {
+            (f64::from_bits(c) + f64::from_le_bytes(b)).to_bits()
+        }),
+        Dtype::Fp16 => add_as!(AtomicU16, 2, dst, operands, |c, b| {
+            f16::from_f32(f16::from_bits(c).to_f32() + f16::from_le_bytes(b).to_f32()).to_bits()
+        }),
+        Dtype::Bf16 => add_as!(AtomicU16, 2, dst, operands, |c, b| {
+            bf16::from_f32(bf16::from_bits(c).to_f32() + bf16::from_le_bytes(b).to_f32()).to_bits()
+        }),
+        // Rejected by the checks; nothing to add.
+        Dtype::Unspecified => {}
     }
     // Publish the whole region before the ack that follows.
     fence(Release);
 }
 
-fn update(cell: &AtomicU32, f: impl Fn(u32) -> u32) {
-    let _ = cell.fetch_update(Relaxed, Relaxed, |c| Some(f(c)));
-}
-
-fn update64(cell: &AtomicU64, f: impl Fn(u64) -> u64) {
-    let _ = cell.fetch_update(Relaxed, Relaxed, |c| Some(f(c)));
-}
-
-fn update16(cell: &AtomicU16, f: impl Fn(u16) -> u16) {
-    let _ = cell.fetch_update(Relaxed, Relaxed, |c| Some(f(c)));
-}
-
-/// Atomic fetch-and-add on an int32/int64 cell (wrapping).
+/// Atomic fetch-and-add on an int32/int64 cell (wrapping), stripe lock held.
 ///
 /// # Safety
 /// `p` must be valid and aligned for `dtype`, which is Int32 or Int64; for

@@ -107,7 +107,14 @@ pub struct Window {
     size: usize,
     layout: Layout,
     board: Arc<ChangeBoard>,
+    /// One lock per `STRIPE` bytes: every mutating atomic holds the lock of
+    /// the stripe it touches (see `window::atomic`).
+    stripes: Box<[std::sync::Mutex<()>]>,
 }
+
+/// Bytes of window memory per atomics lock: a multiple of every element
+/// size, so that no element straddles two stripes.
+const STRIPE: usize = 64 * 1024;
 
 // SAFETY: the window is a raw allocation owned by this struct; all access goes
 // through bounds-checked copies and atomics (see the module docs).
@@ -150,12 +157,16 @@ impl Window {
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr)
             .ok_or_else(|| format!("window '{name}': could not allocate {size} bytes"))?;
+        let stripes = (0..size.div_ceil(STRIPE))
+            .map(|_| std::sync::Mutex::new(()))
+            .collect();
         Ok(Window {
             name: name.to_string(),
             ptr,
             size,
             layout,
             board,
+            stripes,
         })
     }
 
@@ -202,6 +213,43 @@ impl Window {
             return Err(AccessError::MisalignedLength { len, dtype, size });
         }
         self.check_range(offset, len)
+    }
+
+    /// Runs `f` on the part of `range` in each stripe, holding that
+    /// stripe's lock — one lock at a time, so never a deadlock.
+    fn for_each_stripe(&self, range: Range<usize>, mut f: impl FnMut(Range<usize>)) {
+        let mut at = range.start;
+        while at < range.end {
+            let stripe = at / STRIPE;
+            let end = range.end.min((stripe + 1) * STRIPE);
+            let _held = self.stripes[stripe]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            f(at..end);
+            at = end;
+        }
+    }
+
+    /// Adds `operands` (elements of `dtype`) to the bytes at `range`, stripe
+    /// by stripe under the stripes' locks.
+    fn add_range(&self, range: Range<usize>, dtype: Dtype, operands: &[u8]) {
+        let start = range.start;
+        self.for_each_stripe(range, |part| {
+            let src = &operands[part.start - start..part.end - start];
+            // SAFETY: `part` lies inside the window (the callers checked the
+            // whole range) and starts at an element boundary; its stripe's
+            // lock is held.
+            unsafe { atomic::add_locked(self.ptr.as_ptr().add(part.start), dtype, src) };
+        });
+    }
+
+    /// Runs a single-cell atomic under the lock of the cell's stripe.
+    fn with_cell<R>(&self, at: usize, f: impl FnOnce(*mut u8) -> R) -> R {
+        let _held = self.stripes[at / STRIPE]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        // The cell is inside the window: the callers checked it.
+        f(self.ptr.as_ptr().wrapping_add(at))
     }
 
     /// Checks a 2-D region of `region.dtype` elements that starts at byte
@@ -349,9 +397,9 @@ impl Window {
     ) -> Result<(), AccessError> {
         Self::check_payload(rows, payload)?;
         for (r, src) in rows.rows().zip(payload.chunks_exact(rows.row_bytes.max(1))) {
-            // SAFETY: checked in bounds; rows start at multiples of the
-            // element size (offset and stride are in elements).
-            unsafe { atomic::add(self.ptr.as_ptr().add(r.start), dtype, src) };
+            // Rows start at multiples of the element size (offset and
+            // stride are in elements) and were checked in bounds.
+            self.add_range(r, dtype, src);
         }
         self.board.changed();
         Ok(())
@@ -396,9 +444,7 @@ impl Window {
         operands: &[u8],
     ) -> Result<(), AccessError> {
         let r = self.check_elems(offset, operands.len() as u64, dtype)?;
-        // SAFETY: the range is inside the window and aligned to the element
-        // size (window base is page aligned, offset a multiple of the size).
-        unsafe { atomic::add(self.ptr.as_ptr().add(r.start), dtype, operands) };
+        self.add_range(r, dtype, operands);
         self.board.changed();
         Ok(())
     }
@@ -421,7 +467,7 @@ impl Window {
         let at = self.check_cell(OpKind::FetchAdd, offset, dtype)?;
         check_fits(OpKind::FetchAdd, dtype, value)?;
         // SAFETY: checked in bounds and aligned for `dtype`.
-        let previous = unsafe { atomic::fetch_add(self.ptr.as_ptr().add(at), dtype, value) };
+        let previous = self.with_cell(at, |p| unsafe { atomic::fetch_add(p, dtype, value) });
         self.board.changed();
         Ok(previous)
     }
@@ -439,8 +485,9 @@ impl Window {
         check_fits(OpKind::CompareSwap, dtype, expected)?;
         check_fits(OpKind::CompareSwap, dtype, desired)?;
         // SAFETY: checked in bounds and aligned for `dtype`.
-        let previous =
-            unsafe { atomic::compare_swap(self.ptr.as_ptr().add(at), dtype, expected, desired) };
+        let previous = self.with_cell(at, |p| unsafe {
+            atomic::compare_swap(p, dtype, expected, desired)
+        });
         self.board.changed();
         Ok(previous)
     }
@@ -453,15 +500,19 @@ impl Window {
     /// Sets or atomically adds to an int32 signal cell.
     pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<(), AccessError> {
         let at = self.check_signal(offset)?;
-        // SAFETY: checked in bounds and 4-byte aligned.
-        let cell = unsafe { atomic::signal_cell(self.ptr.as_ptr().add(at)) };
-        match op {
-            NotifyOp::Set => cell.store(value, std::sync::atomic::Ordering::Release),
-            NotifyOp::AtomicAdd => {
-                cell.fetch_add(value, std::sync::atomic::Ordering::AcqRel);
-            }
-            NotifyOp::Unspecified => return Err(AccessError::InvalidNotifyOp { value: op as i32 }),
+        if op == NotifyOp::Unspecified {
+            return Err(AccessError::InvalidNotifyOp { value: op as i32 });
         }
+        self.with_cell(at, |p| {
+            // SAFETY: checked in bounds and 4-byte aligned.
+            let cell = unsafe { atomic::signal_cell(p) };
+            match op {
+                NotifyOp::AtomicAdd => {
+                    cell.fetch_add(value, std::sync::atomic::Ordering::AcqRel);
+                }
+                _ => cell.store(value, std::sync::atomic::Ordering::Release),
+            }
+        });
         self.board.changed();
         Ok(())
     }
