@@ -17,7 +17,7 @@ pub const PREFIX_LEN: usize = 8;
 pub const MAX_HEADER_LEN: usize = 64 * 1024;
 /// The largest payload in one frame unless configured otherwise. Larger
 /// transfers are split into several frames.
-pub const DEFAULT_MAX_PAYLOAD: usize = 4 << 20;
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 
 /// One decoded frame.
 #[derive(Debug, Clone, PartialEq)]

@@ -422,7 +422,7 @@ both!(
             true,
             &big,
             ErrorCode::FrameTooLarge,
-            "frame payload of 67108864 bytes exceeds the limit of 4194304 bytes",
+            "frame payload of 67108864 bytes exceeds the limit of 1048576 bytes",
         )
         .await;
         // A header length over the limit.

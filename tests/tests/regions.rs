@@ -171,7 +171,7 @@ both!(
                     dst: layout(0, 4096),
                     src: layout(7, 4103),
                 },
-                Chunking::chunks(300, 3000),
+                Chunking::chunks(80, 3000),
             ),
         ];
         for (i, (tr, chunking)) in cases.into_iter().enumerate() {
@@ -204,8 +204,8 @@ both!(
         let src = pattern(1000 * 3000 * 4, 1);
         let mut back = vec![0u8; src.len()];
         for (chunking, want) in [
-            (Chunking::chunks(100, 3000), 10),
-            (Chunking::pipelined(100, 3000), 10),
+            (Chunking::chunks(80, 3000), 13),
+            (Chunking::pipelined(80, 3000), 13),
             (Chunking::pipelined(64, 1000), 16 * 3),
             (Chunking::chunks(1000, 1), 3000),
             (
@@ -215,8 +215,8 @@ both!(
                 },
                 143 * 6,
             ),
-            // No chunking: whole rows that fill a 4 MiB frame (349 rows of 12 000 bytes).
-            (Chunking::default(), 3),
+            // No chunking: whole rows that fill a 1 MiB frame (87 rows of 12 000 bytes).
+            (Chunking::default(), 12),
         ] {
             let (p0, a0) = (
                 sent(r, MsgKind::Put).await,
@@ -252,7 +252,7 @@ both!(
                 depth: Some(1),
                 ..Chunking::pipelined(10, 10)
             },
-            Chunking::chunks(1000, 3000), // 12 MB chunks exceed the 4 MiB frame
+            Chunking::chunks(1000, 3000), // 12 MB chunks exceed the 1 MiB frame
         ];
         for chunking in bad {
             let e = r
@@ -317,7 +317,7 @@ both!(
                             data,
                             &tr,
                             &to_bytes(&operands),
-                            Chunking::pipelined(128, 4096),
+                            Chunking::pipelined(64, 4096),
                         )
                         .await
                         .unwrap();
@@ -350,11 +350,11 @@ both!(
             src: layout(0, 256 << 10),
         };
         let src = pattern(n as usize, 77);
-        r.put_region(1, data, &tr, &src, Chunking::pipelined(8, 256 << 10))
+        r.put_region(1, data, &tr, &src, Chunking::pipelined(4, 256 << 10))
             .await
             .unwrap();
         let mut back = vec![0u8; n as usize];
-        r.get_region(1, data, &tr, &mut back, Chunking::pipelined(16, 256 << 10))
+        r.get_region(1, data, &tr, &mut back, Chunking::pipelined(4, 256 << 10))
             .await
             .unwrap();
         assert!(back == src, "256 MiB came back byte for byte");

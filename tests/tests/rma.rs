@@ -319,7 +319,7 @@ both!(
         for _ in 0..10 {
             c.rank(0).put(1, data, 0, &[1; 100]).await.unwrap();
         }
-        c.rank(0).put(1, data, 0, &vec![2; 9 << 20]).await.unwrap(); // 3 frames of at most 4 MiB
+        c.rank(0).put(1, data, 0, &vec![2; 9 << 20]).await.unwrap(); // 9 frames of at most 1 MiB
         c.rank(0).put(0, data, 0, &[3; 8]).await.unwrap(); // to itself: no message
         let get = c.rank(0).get(1, data, 0, 8).await.unwrap();
         assert_eq!(&get[..], &[2; 8]);
@@ -331,7 +331,7 @@ both!(
                 after0.msgs_sent(MsgKind::Put),
                 before0.msgs_sent(MsgKind::Put)
             ),
-            13
+            19
         );
         assert_eq!(
             d(
@@ -345,7 +345,7 @@ both!(
                 after0.msgs_received(MsgKind::Ack),
                 before0.msgs_received(MsgKind::Ack)
             ),
-            13
+            19
         );
         assert_eq!(
             d(
@@ -359,14 +359,14 @@ both!(
                 after1.msgs_received(MsgKind::Put),
                 before1.msgs_received(MsgKind::Put)
             ),
-            13
+            19
         );
         assert_eq!(
             d(
                 after1.requests_served(OpKind::Put),
                 before1.requests_served(OpKind::Put)
             ),
-            13
+            19
         );
         assert!(d(after0.bytes_sent, before0.bytes_sent) >= 9 << 20);
     }

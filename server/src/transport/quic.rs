@@ -55,8 +55,8 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     // default that makes open_bi wait silently.
     t.max_concurrent_bidi_streams(VarInt::from_u32(256));
     t.max_concurrent_uni_streams(VarInt::from_u32(256));
-    // quinn's 1.25 MB stream window would stall a 4 MiB frame mid-flight:
-    // allow several whole frames per stream and more per connection.
+    // quinn's 1.25 MB stream window would stall pipelined frames: allow
+    // many whole frames per stream and more per connection.
     t.stream_receive_window(VarInt::from_u32(16 << 20));
     t.receive_window(VarInt::from_u32(64 << 20));
     t.send_window(64 << 20);

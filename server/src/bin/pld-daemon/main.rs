@@ -79,7 +79,7 @@ struct RunArgs {
     #[arg(long, env = "PLD_SPIN_IDLE", default_value = "20ms", value_parser = parse_duration)]
     spin_idle: Duration,
     /// Largest payload in one peer frame; bigger transfers are split.
-    #[arg(long, env = "PLD_MAX_FRAME", default_value = "4MiB", value_parser = parse_size)]
+    #[arg(long, env = "PLD_MAX_FRAME", default_value = "1MiB", value_parser = parse_size)]
     max_frame: u64,
 }
 
