@@ -127,3 +127,70 @@ fn the_demo_prints_ok_over_both_transports() {
         assert!(out.trim_end().ends_with("OK"), "{out}");
     }
 }
+
+#[test]
+fn pld_bench_all_prints_json_lines_with_every_op_and_no_setup() {
+    for transport in ["tcp", "quic"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
+            .args([
+                "all",
+                "--transport",
+                transport,
+                "--progress",
+                "spin",
+                "--json",
+                "--quick",
+            ])
+            .args(["--sizes", "8,65536", "--ranks", "2"])
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run pld-bench");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "pld-bench over {transport} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        for line in &lines {
+            assert!(
+                line.starts_with("{\"op\": \"") && line.ends_with('}'),
+                "not a JSON object: {line}"
+            );
+            assert!(
+                line.contains("\"unit\": \"") && line.contains("\"value\": "),
+                "{line}"
+            );
+        }
+        for op in [
+            "put_lat",
+            "get_lat",
+            "acc_lat",
+            "fetch_add_lat",
+            "put_bw",
+            "get_bw",
+            "barrier_lat",
+            "raw_rtt",
+            "raw_bw",
+        ] {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with(&format!("{{\"op\": \"{op}\", \"size\": "))),
+                "{transport}: no {op} in\n{stdout}"
+            );
+        }
+        // Figures are measured, not placeholders.
+        let put = lines
+            .iter()
+            .find(|l| l.starts_with("{\"op\": \"put_lat\", \"size\": 8,"))
+            .expect("put_lat 8");
+        let value: f64 = put
+            .split("\"value\": ")
+            .nth(1)
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .expect("a value");
+        assert!(value > 0.0 && value < 100_000.0, "{put}");
+    }
+}

@@ -326,7 +326,7 @@ async fn raw_floor(cli: &Cli, figs: &mut Vec<Figure>, base: &mut Baselines) -> a
             }
         }
         if cli.wants("raw_bw") || cli.wants("put_bw") || cli.wants("get_bw") {
-            let bytes = if cli.quick { 256 << 20 } else { 2 << 30 };
+            let bytes = if cli.quick { 64 << 20 } else { 2 << 30 };
             let put = raw::bw(kind, progress, how, addr, bytes, true).await?;
             let get = raw::bw(kind, progress, how, addr, bytes, false).await?;
             figs.push(Figure::bw(&format!("raw_bw{suffix}"), 64 << 20, put));
