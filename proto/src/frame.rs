@@ -317,12 +317,12 @@ impl MsgKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v1::{Ack, GetRequest, PutRequest};
+    use crate::v1::{Ack, PeerGet, PeerPut};
 
     fn put(id: u64) -> Header {
         Header {
             id,
-            body: Some(Body::Put(PutRequest {
+            body: Some(Body::Put(PeerPut {
                 window: 1,
                 offset: 64,
                 region: None,
@@ -337,7 +337,7 @@ mod tests {
         wire.extend_from_slice(&encode(&put(1), b"hello"));
         let get = Header {
             id: 2,
-            body: Some(Body::Get(GetRequest {
+            body: Some(Body::Get(PeerGet {
                 window: 0,
                 offset: 8,
                 len: 16,

@@ -10,6 +10,8 @@
 //! - [`barrier`]: the dissemination barrier.
 //! - [`signal`]: the comparisons of `wait` and `test`.
 //! - [`dtype`]: element types and their byte encodings.
+//! - [`region`]: 2-D regions, transfers and chunk planning.
+//! - [`rma`]: the [`Rma`] trait that embedded ranks and remote clients share.
 //!
 //! Nothing here does I/O or reads a clock: time is passed in, so that every
 //! state machine can be driven deterministically by tests.
@@ -19,8 +21,10 @@ pub mod dtype;
 pub mod frame;
 pub mod handshake;
 pub mod region;
+pub mod rma;
 pub mod signal;
 pub mod track;
+pub mod units;
 
 /// Generated protobuf types of package `pld.v1`.
 #[allow(
@@ -35,9 +39,15 @@ pub mod v1 {
 
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
+pub use rma::Rma;
 pub use track::{OpKind, PeerOps};
 pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
 
 /// The peer-plane protocol version; ranks that speak different versions refuse
 /// each other at the handshake.
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The encoded `FileDescriptorSet` of every `pld.v1` file, for gRPC server
+/// reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/pld_descriptor.bin"));

@@ -173,6 +173,150 @@ impl Iterator for ChunkPlan {
     }
 }
 
+/// How a transfer streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chunking {
+    /// Rows per chunk; with `chunk_cols`, cuts the region into chunks of
+    /// `chunk_rows × chunk_cols`. Without them the region moves in chunks of
+    /// whole rows that fill a frame.
+    pub chunk_rows: Option<u64>,
+    pub chunk_cols: Option<u64>,
+    /// Keep several chunks in flight (needs both chunk sizes).
+    pub pipeline: bool,
+    /// How many chunks in flight with `pipeline` (at least 2); by default as
+    /// many as keep 16 MiB moving.
+    pub depth: Option<usize>,
+}
+
+impl Chunking {
+    /// Chunks of `rows × cols`, one at a time.
+    pub fn chunks(rows: u64, cols: u64) -> Chunking {
+        Chunking {
+            chunk_rows: Some(rows),
+            chunk_cols: Some(cols),
+            ..Chunking::default()
+        }
+    }
+
+    /// Chunks of `rows × cols`, pipelined.
+    pub fn pipelined(rows: u64, cols: u64) -> Chunking {
+        Chunking {
+            pipeline: true,
+            ..Chunking::chunks(rows, cols)
+        }
+    }
+}
+
+/// A 2-D region transfer: `shape` elements of `dtype`, from `src` to `dst`
+/// (layouts in elements). For a put, `src` lies in the caller's buffer and
+/// `dst` in the peer's window; for a get the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    pub dtype: crate::Dtype,
+    pub shape: Shape,
+    pub dst: Layout,
+    pub src: Layout,
+}
+
+/// Destination offsets, source offsets and shape were not given together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("destination offsets, source offsets and shape go together: give all three or none")]
+pub struct PartsMissing;
+
+impl Transfer {
+    /// Builds a transfer from the tensor tier's optional parts: offsets and
+    /// shape come all together or not at all.
+    pub fn from_parts(
+        dtype: crate::Dtype,
+        dst: Option<Layout>,
+        src: Option<Layout>,
+        shape: Option<Shape>,
+    ) -> Result<Option<Transfer>, PartsMissing> {
+        match (dst, src, shape) {
+            (Some(dst), Some(src), Some(shape)) => Ok(Some(Transfer {
+                dtype,
+                shape,
+                dst,
+                src,
+            })),
+            (None, None, None) => Ok(None),
+            _ => Err(PartsMissing),
+        }
+    }
+}
+
+/// The byte ranges of the rows of the sub-region `chunk` of a region laid
+/// out as `at`, for elements of `elem` bytes.
+pub fn row_ranges(
+    at: Layout,
+    chunk: Chunk,
+    elem: u64,
+) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let base = at.at(chunk.row, chunk.col);
+    let (n, cols) = (chunk.shape.rows, chunk.shape.cols);
+    (0..n).map(move |r| {
+        let start = ((base.offset + r * base.row_stride) * elem) as usize;
+        start..start + (cols * elem) as usize
+    })
+}
+
+/// The sub-regions that hold elements `from..to` of a region of `shape`
+/// packed row after row: at most a tail of one row, a run of whole rows and
+/// the head of another, in that order. A stream of packed bytes lands in a
+/// region this way piece by piece.
+pub fn packed_pieces(shape: Shape, from: u64, to: u64) -> Vec<Chunk> {
+    let cols = shape.cols.max(1);
+    let mut pieces = Vec::new();
+    let mut at = from;
+    while at < to {
+        let (row, col) = (at / cols, at % cols);
+        let piece = if col != 0 || to - at < cols {
+            // Part of one row.
+            let n = (cols - col).min(to - at);
+            Shape { rows: 1, cols: n }
+        } else {
+            Shape {
+                rows: (to - at) / cols,
+                cols,
+            }
+        };
+        pieces.push(Chunk {
+            row,
+            col,
+            shape: piece,
+        });
+        at += piece.rows * piece.cols;
+    }
+    pieces
+}
+
+/// Copies the region `shape` laid out as `at` in `src` into a packed buffer.
+pub fn pack(src: &[u8], at: Layout, shape: Shape, elem: u64) -> Vec<u8> {
+    let whole = Chunk {
+        row: 0,
+        col: 0,
+        shape,
+    };
+    let mut out = Vec::with_capacity((shape.rows * shape.cols * elem) as usize);
+    for r in row_ranges(at, whole, elem) {
+        out.extend_from_slice(&src[r]);
+    }
+    out
+}
+
+/// Copies packed rows into the region `shape` laid out as `at` in `dst`.
+pub fn unpack(packed: &[u8], dst: &mut [u8], at: Layout, shape: Shape, elem: u64) {
+    let whole = Chunk {
+        row: 0,
+        col: 0,
+        shape,
+    };
+    let row = (shape.cols * elem) as usize;
+    for (i, r) in row_ranges(at, whole, elem).enumerate() {
+        dst[r].copy_from_slice(&packed[i * row..(i + 1) * row]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +393,48 @@ mod tests {
         let p = ChunkPlan::by_rows(shape(2, 1000), 300);
         assert_eq!(p.chunk(), shape(1, 300));
         assert_eq!(p.total(), 8);
+    }
+
+    #[test]
+    fn packed_pieces_cover_a_range_once_with_at_most_three_pieces() {
+        let sh = shape(5, 7);
+        for from in 0..35 {
+            for to in from..=35 {
+                let pieces = packed_pieces(sh, from, to);
+                assert!(pieces.len() <= 3, "{from}..{to}: {pieces:?}");
+                let mut at = from;
+                for p in &pieces {
+                    assert_eq!(p.row * 7 + p.col, at, "pieces are in order");
+                    assert!(p.shape.rows == 1 || p.col == 0);
+                    at += p.shape.rows * p.shape.cols;
+                }
+                assert_eq!(at, to);
+            }
+        }
+    }
+
+    #[test]
+    fn pack_then_unpack_restores_the_region() {
+        let at = Layout {
+            offset: 3,
+            row_stride: 10,
+        };
+        let src: Vec<u8> = (0..64).collect();
+        let packed = pack(&src, at, shape(3, 4), 2);
+        assert_eq!(&packed[..8], &src[6..14]);
+        assert_eq!(&packed[8..16], &src[26..34]);
+        let mut dst = vec![0u8; 64];
+        unpack(&packed, &mut dst, at, shape(3, 4), 2);
+        for r in row_ranges(
+            at,
+            Chunk {
+                row: 0,
+                col: 0,
+                shape: shape(3, 4),
+            },
+            2,
+        ) {
+            assert_eq!(dst[r.clone()], src[r]);
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The pld rank: window memory and dtype atomics, the QUIC and TCP peer
-//! plane, and [`Rank`], the in-process handle that `pld-daemon` wraps.
+//! plane, [`Rank`], the in-process handle that `pld-daemon` wraps, and the
+//! daemon's gRPC client plane ([`grpc`]) and Prometheus metrics ([`metrics`]).
 //!
 //! ```no_run
 //! # async fn demo() -> pld_server::Result<()> {
@@ -14,6 +15,8 @@
 
 pub mod config;
 pub mod error;
+pub mod grpc;
+pub mod metrics;
 mod peer;
 mod rank;
 pub mod stats;

@@ -26,6 +26,57 @@ pub struct Stats {
     requests_served: [AtomicU64; OPS],
     requests_rejected: [AtomicU64; OPS],
     frame_errors: AtomicU64,
+    /// Issue-to-completion time of remote ops, by kind.
+    latency: [Histogram; OPS],
+}
+
+/// Upper bounds of the latency buckets, in microseconds (1-2-5 steps from
+/// 5 µs to 10 s); a last bucket takes everything slower.
+pub const LATENCY_BUCKETS_US: [u64; 19] = [
+    5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+    500_000, 1_000_000, 2_000_000, 10_000_000,
+];
+
+/// A latency histogram with fixed buckets, updated with relaxed atomics.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// `buckets[i]` counts observations in (bound[i-1], bound[i]]; the last
+    /// one those above every bound.
+    buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn record(&self, d: std::time::Duration) {
+        let us = d.as_micros() as u64;
+        let i = LATENCY_BUCKETS_US.partition_point(|b| *b < us);
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// A copy of the counts.
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            buckets: self.buckets.iter().map(|b| b.load(Relaxed)).collect(),
+            sum_ns: self.sum_ns.load(Relaxed),
+        }
+    }
+}
+
+/// A copy of a [`Histogram`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HistogramSnapshot {
+    /// Per bucket (not cumulative), the last one above every bound.
+    pub buckets: Vec<u64>,
+    pub sum_ns: u64,
+}
+
+impl HistogramSnapshot {
+    /// Observations in all.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
 }
 
 impl Default for Stats {
@@ -41,6 +92,7 @@ impl Default for Stats {
             requests_served: zeros(),
             requests_rejected: zeros(),
             frame_errors: AtomicU64::new(0),
+            latency: std::array::from_fn(|_| Histogram::default()),
         }
     }
 }
@@ -78,6 +130,10 @@ impl Stats {
         };
         c[op as usize].fetch_add(1, Relaxed);
     }
+    /// A remote op of `kind` completed `d` after it was issued.
+    pub(crate) fn completed(&self, kind: OpKind, d: std::time::Duration) {
+        self.latency[kind as usize].record(d);
+    }
     pub(crate) fn frame_error(&self) {
         self.frame_errors.fetch_add(1, Relaxed);
     }
@@ -96,6 +152,7 @@ impl Stats {
             requests_served: load(&self.requests_served),
             requests_rejected: load(&self.requests_rejected),
             frame_errors: self.frame_errors.load(Relaxed),
+            latency: self.latency.iter().map(Histogram::snapshot).collect(),
         }
     }
 }
@@ -116,6 +173,7 @@ pub struct StatsSnapshot {
     requests_rejected: Vec<u64>,
     /// Connections closed because their bytes were not pld frames.
     pub frame_errors: u64,
+    latency: Vec<HistogramSnapshot>,
 }
 
 fn at(v: &[u64], i: usize) -> u64 {
@@ -147,42 +205,34 @@ impl StatsSnapshot {
     pub fn requests_served(&self, kind: OpKind) -> u64 {
         at(&self.requests_served, kind as usize)
     }
+    /// Issue-to-completion times of remote ops of `kind`.
+    pub fn latency(&self, kind: OpKind) -> HistogramSnapshot {
+        self.latency.get(kind as usize).cloned().unwrap_or_default()
+    }
     /// Requests of `kind` from peers that this rank refused.
     pub fn requests_rejected(&self, kind: OpKind) -> u64 {
         at(&self.requests_rejected, kind as usize)
     }
 
-    /// Every non-zero counter as `(name, value)`, for logs and metrics.
-    pub fn counters(&self) -> Vec<(String, u64)> {
+    /// Every counter as `(name, kind, value)`: the Stats RPC and the
+    /// metrics endpoint both list these.
+    pub fn counters(&self) -> Vec<(&'static str, &'static str, u64)> {
         let mut out = Vec::new();
         for k in MsgKind::ALL {
-            out.push((
-                format!("msgs_sent{{kind=\"{}\"}}", k.name()),
-                self.msgs_sent(k),
-            ));
-            out.push((
-                format!("msgs_received{{kind=\"{}\"}}", k.name()),
-                self.msgs_received(k),
-            ));
+            out.push(("msgs_sent", k.name(), self.msgs_sent(k)));
+            out.push(("msgs_received", k.name(), self.msgs_received(k)));
         }
         for k in OpKind::ALL {
             let n = k.name();
-            out.push((format!("ops_issued{{op=\"{n}\"}}"), self.ops_issued(k)));
-            out.push((format!("ops_local{{op=\"{n}\"}}"), self.ops_local(k)));
-            out.push((format!("ops_failed{{op=\"{n}\"}}"), self.ops_failed(k)));
-            out.push((
-                format!("requests_served{{op=\"{n}\"}}"),
-                self.requests_served(k),
-            ));
-            out.push((
-                format!("requests_rejected{{op=\"{n}\"}}"),
-                self.requests_rejected(k),
-            ));
+            out.push(("ops_issued", n, self.ops_issued(k)));
+            out.push(("ops_local", n, self.ops_local(k)));
+            out.push(("ops_failed", n, self.ops_failed(k)));
+            out.push(("requests_served", n, self.requests_served(k)));
+            out.push(("requests_rejected", n, self.requests_rejected(k)));
         }
-        out.push(("bytes_sent".into(), self.bytes_sent));
-        out.push(("bytes_received".into(), self.bytes_received));
-        out.push(("frame_errors".into(), self.frame_errors));
-        out.retain(|(_, v)| *v != 0);
+        out.push(("bytes_sent", "", self.bytes_sent));
+        out.push(("bytes_received", "", self.bytes_received));
+        out.push(("frame_errors", "", self.frame_errors));
         out
     }
 }

@@ -133,11 +133,20 @@ impl Daemon {
     /// Waits for the daemon's ready line (it prints it once every peer is
     /// connected). Panics with the daemon's stderr if it exits or times out.
     pub fn wait_ready(&mut self, within: Duration) {
-        let line = self
-            .stdout
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .recv_timeout(within);
+        let deadline = std::time::Instant::now() + within;
+        let line = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = self
+                .stdout
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .recv_timeout(left);
+            // The addresses of the gRPC and metrics ports come first.
+            match line {
+                Ok(l) if l.contains(" gRPC on ") || l.contains(" metrics on ") => continue,
+                other => break other,
+            }
+        };
         match line {
             Ok(line) if line.contains("ready") => {}
             Ok(line) => panic!("rank {}: unexpected first line {line:?}", self.rank),
@@ -322,6 +331,72 @@ impl Cluster {
     /// Number of ranks.
     pub fn n(&self) -> u32 {
         self.ranks.len() as u32
+    }
+}
+
+/// Daemons that serve the gRPC client plane, each on a free loopback port.
+#[derive(Debug)]
+pub struct GrpcCluster {
+    pub transport: TransportKind,
+    pub peers: Vec<String>,
+    /// The gRPC `HOST:PORT` of each rank.
+    pub grpc: Vec<String>,
+    /// Flags every daemon gets (windows included).
+    pub args: Vec<String>,
+    /// The daemons spawned so far, by rank.
+    pub daemons: Vec<Option<Daemon>>,
+}
+
+impl GrpcCluster {
+    /// Addresses for `n` ranks; nothing runs yet.
+    pub fn plan(transport: TransportKind, n: usize, args: &[&str]) -> GrpcCluster {
+        GrpcCluster {
+            transport,
+            peers: loopback_peers(n),
+            grpc: loopback_peers(n),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            daemons: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// `n` daemons, started and ready.
+    pub fn start(transport: TransportKind, n: usize, args: &[&str]) -> GrpcCluster {
+        let mut c = GrpcCluster::plan(transport, n, args);
+        for r in 0..n as u32 {
+            c.spawn(r);
+        }
+        for r in 0..n as u32 {
+            c.daemon(r).wait_ready(Duration::from_secs(30));
+        }
+        c
+    }
+
+    /// Spawns rank `r`'s daemon. Its first line says where gRPC listens;
+    /// the ready line follows once the mesh is up.
+    pub fn spawn(&mut self, r: u32) -> &mut Daemon {
+        self.spawn_with(r, &[])
+    }
+
+    /// Spawns rank `r`'s daemon with flags of its own besides the cluster's.
+    pub fn spawn_with(&mut self, r: u32, extra: &[&str]) -> &mut Daemon {
+        let mut args: Vec<&str> = vec!["--grpc", &self.grpc[r as usize]];
+        args.extend(self.args.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        let d = Daemon::spawn(r, &self.peers, self.transport, &args);
+        let first = d
+            .next_line(Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("rank {r} printed no gRPC address"));
+        assert!(first.contains("gRPC on"), "rank {r}: {first}");
+        let slot = &mut self.daemons[r as usize];
+        *slot = Some(d);
+        slot.as_mut().expect("just set")
+    }
+
+    /// Rank `r`'s daemon.
+    pub fn daemon(&mut self, r: u32) -> &mut Daemon {
+        self.daemons[r as usize]
+            .as_mut()
+            .unwrap_or_else(|| panic!("rank {r} was not spawned"))
     }
 }
 

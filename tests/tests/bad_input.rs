@@ -5,8 +5,8 @@ use bytes::Bytes;
 use pld_proto::ErrorCode;
 use pld_proto::frame::{self, PREAMBLE};
 use pld_proto::v1::{
-    Ack, AtomicAddRequest, CompareSwapRequest, FetchAddRequest, GetRequest, Header, NotifyRequest,
-    PutRequest, header::Body,
+    Ack, Header, PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, PeerPut,
+    header::Body,
 };
 use pld_server::{AccessError, Dtype, Error, NotifyOp, TransportKind};
 use pld_tests::raw::{RawPeer, hello};
@@ -158,7 +158,7 @@ both!(
         let size = 16u64 << 20;
         let cases: Vec<(Body, Vec<u8>, ErrorCode, String)> = vec![
             (
-                Body::Put(PutRequest {
+                Body::Put(PeerPut {
                     window: 0,
                     offset: size - 1,
                     region: None,
@@ -171,7 +171,7 @@ both!(
                 ),
             ),
             (
-                Body::Get(GetRequest {
+                Body::Get(PeerGet {
                     window: 0,
                     offset: u64::MAX - 1,
                     len: 4,
@@ -182,7 +182,7 @@ both!(
                 "do not fit in window 'data'".into(),
             ),
             (
-                Body::Put(PutRequest {
+                Body::Put(PeerPut {
                     window: 7,
                     offset: 0,
                     region: None,
@@ -192,7 +192,7 @@ both!(
                 "unknown window id 7: this rank has 2 windows".into(),
             ),
             (
-                Body::AtomicAdd(AtomicAddRequest {
+                Body::AtomicAdd(PeerAtomicAdd {
                     window: 0,
                     offset: 2,
                     dtype: Dtype::Int32 as i32,
@@ -203,7 +203,7 @@ both!(
                 "offset 2 in window 'data' is not a multiple of the int32 element size".into(),
             ),
             (
-                Body::AtomicAdd(AtomicAddRequest {
+                Body::AtomicAdd(PeerAtomicAdd {
                     window: 0,
                     offset: 0,
                     dtype: Dtype::Fp32 as i32,
@@ -214,7 +214,7 @@ both!(
                 "length 6 is not a multiple of the fp32 element size".into(),
             ),
             (
-                Body::AtomicAdd(AtomicAddRequest {
+                Body::AtomicAdd(PeerAtomicAdd {
                     window: 0,
                     offset: 0,
                     dtype: 99,
@@ -225,7 +225,7 @@ both!(
                 "unknown dtype value 99".into(),
             ),
             (
-                Body::AtomicAdd(AtomicAddRequest {
+                Body::AtomicAdd(PeerAtomicAdd {
                     window: 0,
                     offset: 0,
                     dtype: 0,
@@ -236,7 +236,7 @@ both!(
                 "unknown dtype value 0".into(),
             ),
             (
-                Body::FetchAdd(FetchAddRequest {
+                Body::FetchAdd(PeerFetchAdd {
                     window: 0,
                     offset: 0,
                     dtype: Dtype::Fp16 as i32,
@@ -247,7 +247,7 @@ both!(
                 "fetch_add does not support dtype fp16".into(),
             ),
             (
-                Body::CompareSwap(CompareSwapRequest {
+                Body::CompareSwap(PeerCompareSwap {
                     window: 1,
                     offset: 64 << 10,
                     dtype: Dtype::Int64 as i32,
@@ -259,7 +259,7 @@ both!(
                 "do not fit in window 'signal'".into(),
             ),
             (
-                Body::Notify(NotifyRequest {
+                Body::Notify(PeerNotify {
                     window: 1,
                     offset: 0,
                     value: 1,
@@ -270,7 +270,7 @@ both!(
                 "notify op value 9 is neither set nor atomic_add".into(),
             ),
             (
-                Body::Get(GetRequest {
+                Body::Get(PeerGet {
                     window: 0,
                     offset: 0,
                     len: 8 << 20,
@@ -283,7 +283,7 @@ both!(
             // Large payloads take the straight-into-the-window path; refused,
             // they are read and dropped, and the link goes on.
             (
-                Body::Put(PutRequest {
+                Body::Put(PeerPut {
                     window: 0,
                     offset: size - (1 << 20) + 1,
                     region: None,
@@ -293,7 +293,7 @@ both!(
                 "1048576 bytes at offset".into(),
             ),
             (
-                Body::Put(PutRequest {
+                Body::Put(PeerPut {
                     window: 0,
                     offset: 0,
                     region: Some(pld_proto::v1::Region {
@@ -308,7 +308,7 @@ both!(
                 "the payload holds 1048576 bytes, the region 16000".into(),
             ),
             (
-                Body::Put(PutRequest {
+                Body::Put(PeerPut {
                     window: 9,
                     offset: 0,
                     region: None,
@@ -341,7 +341,7 @@ both!(
         // The same connection still serves good requests.
         let reply = p
             .request(
-                Body::Get(GetRequest {
+                Body::Get(PeerGet {
                     window: 0,
                     offset: 0,
                     len: 16,
@@ -407,7 +407,7 @@ both!(
         frame::encode_head(
             &Header {
                 id: 1,
-                body: Some(Body::Put(PutRequest {
+                body: Some(Body::Put(PeerPut {
                     window: 0,
                     offset: 0,
                     region: None,
@@ -457,7 +457,7 @@ both!(
         not_hello.extend_from_slice(&frame::encode(
             &Header {
                 id: 1,
-                body: Some(Body::Put(PutRequest {
+                body: Some(Body::Put(PeerPut {
                     window: 0,
                     offset: 0,
                     region: None,

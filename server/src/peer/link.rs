@@ -248,6 +248,8 @@ impl Link {
         };
         if reply.is_err() {
             self.state.stats.failed(op.kind);
+        } else {
+            self.state.stats.completed(op.kind, op.issued_at.elapsed());
         }
         let _ = op.waiter.tx.send(reply);
         self.wake_quiet();
@@ -269,6 +271,7 @@ impl Link {
         }
         let op = ops.complete(id)?;
         self.spin_for_replies(&ops);
+        self.state.stats.completed(op.kind, op.issued_at.elapsed());
         let Waiter { tx, sink } = op.waiter;
         sink.map(|s| (op.kind, tx, s))
     }

@@ -14,9 +14,7 @@ use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
 use bytes::BytesMut;
 use pld_proto::frame::{self, error_header};
-use pld_proto::v1::{
-    Ack, ErrorCode, GetReply, Header, Hello, PutRequest, ValueReply, header::Body,
-};
+use pld_proto::v1::{Ack, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body};
 use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -266,7 +264,7 @@ fn apply(
 /// length. Shared by the buffered path and the straight-into-the-window one.
 fn put_rows<'s>(
     state: &'s RankState,
-    r: &PutRequest,
+    r: &PeerPut,
     len: usize,
 ) -> Result<(&'s Window, Rows), AccessError> {
     let w = state.windows.get(r.window)?;

@@ -6,10 +6,10 @@
 
 mod handle;
 mod region;
+mod rma;
 mod sync;
 
-pub use pld_proto::region::{Layout, Shape};
-pub use region::{Chunking, Transfer};
+pub use pld_proto::region::{Chunking, Layout, Shape, Transfer};
 
 pub use handle::OpHandle;
 
@@ -24,7 +24,7 @@ use crate::window::{Window, Windows, check_fits};
 use bytes::{Bytes, BytesMut};
 use handle::{Check, Finish};
 use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{CompareSwapRequest, FetchAddRequest, GetRequest, NotifyRequest, header::Body};
+use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, header::Body};
 use pld_proto::{Dtype, Element, NotifyOp, OpKind};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -176,7 +176,7 @@ impl Rank {
     /// its peers, waits briefly for them to close their side, then closes
     /// the endpoint. Outstanding ops fail. Dropping a `Rank` instead stops
     /// it at once.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         let mut closing = JoinSet::new();
         for link in self.links.iter().flatten() {
             let link = Arc::clone(link);
@@ -387,7 +387,7 @@ impl Rank {
             // Replies come to this rank: split by this rank's own frame limit.
             let mut parts = Vec::new();
             for (at, n) in pieces(len as usize, self.state.config.max_payload) {
-                let body = Body::Get(GetRequest {
+                let body = Body::Get(PeerGet {
                     window: win.0,
                     offset: offset + at as u64,
                     len: n as u64,
@@ -496,7 +496,7 @@ impl Rank {
         w.check_cell(op, offset, dtype)
             .and_then(|_| check_fits(op, dtype, value))
             .map_err(self.refused(op, peer))?;
-        let body = Body::FetchAdd(FetchAddRequest {
+        let body = Body::FetchAdd(PeerFetchAdd {
             window: win.0,
             offset,
             dtype: dtype as i32,
@@ -542,7 +542,7 @@ impl Rank {
             .and_then(|_| check_fits(op, dtype, expected))
             .and_then(|_| check_fits(op, dtype, desired))
             .map_err(self.refused(op, peer))?;
-        let body = Body::CompareSwap(CompareSwapRequest {
+        let body = Body::CompareSwap(PeerCompareSwap {
             window: win.0,
             offset,
             dtype: dtype as i32,
@@ -590,7 +590,7 @@ impl Rank {
                 value: notify as i32,
             }));
         }
-        let body = Body::Notify(NotifyRequest {
+        let body = Body::Notify(PeerNotify {
             window: win.0,
             offset,
             value,

@@ -12,8 +12,8 @@
 use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
 use crate::peer::link::{Link, Pending, Reply};
-use pld_proto::region::{Chunk, ChunkPlan, Layout, Shape};
-use pld_proto::v1::{AtomicAddRequest, GetRequest, PutRequest, Region, header::Body};
+use pld_proto::region::{Chunk, ChunkPlan, Chunking, Layout, Shape, Transfer, row_ranges};
+use pld_proto::v1::{PeerAtomicAdd, PeerGet, PeerPut, Region, header::Body};
 use pld_proto::{Dtype, OpKind};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,77 +22,6 @@ use std::sync::Arc;
 const DEFAULT_INFLIGHT_BYTES: u64 = 16 << 20;
 /// The most chunks in flight by default.
 const MAX_DEFAULT_DEPTH: u64 = 256;
-
-/// How a transfer streams.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Chunking {
-    /// Rows per chunk; with `chunk_cols`, cuts the region into chunks of
-    /// `chunk_rows × chunk_cols`. Without them the region moves in chunks of
-    /// whole rows that fill a frame.
-    pub chunk_rows: Option<u64>,
-    pub chunk_cols: Option<u64>,
-    /// Keep several chunks in flight (needs both chunk sizes).
-    pub pipeline: bool,
-    /// How many chunks in flight with `pipeline` (at least 2); by default as
-    /// many as keep 16 MiB moving.
-    pub depth: Option<usize>,
-}
-
-impl Chunking {
-    /// Chunks of `rows × cols`, one at a time.
-    pub fn chunks(rows: u64, cols: u64) -> Chunking {
-        Chunking {
-            chunk_rows: Some(rows),
-            chunk_cols: Some(cols),
-            ..Chunking::default()
-        }
-    }
-
-    /// Chunks of `rows × cols`, pipelined.
-    pub fn pipelined(rows: u64, cols: u64) -> Chunking {
-        Chunking {
-            pipeline: true,
-            ..Chunking::chunks(rows, cols)
-        }
-    }
-}
-
-/// A 2-D region transfer: `shape` elements of `dtype`, from `src` to `dst`
-/// (layouts in elements). For a put, `src` lies in the caller's buffer and
-/// `dst` in the peer's window; for a get the other way round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
-    pub dtype: Dtype,
-    pub shape: Shape,
-    pub dst: Layout,
-    pub src: Layout,
-}
-
-impl Transfer {
-    /// Builds a transfer from the tensor tier's optional parts: offsets and
-    /// shape come all together or not at all.
-    pub fn from_parts(
-        dtype: Dtype,
-        dst: Option<Layout>,
-        src: Option<Layout>,
-        shape: Option<Shape>,
-    ) -> Result<Option<Transfer>> {
-        match (dst, src, shape) {
-            (Some(dst), Some(src), Some(shape)) => Ok(Some(Transfer {
-                dtype,
-                shape,
-                dst,
-                src,
-            })),
-            (None, None, None) => Ok(None),
-            _ => Err(Error::InvalidTransfer {
-                op: OpKind::Put,
-                reason: "destination offsets, source offsets and shape go together: give all three or none"
-                    .into(),
-            }),
-        }
-    }
-}
 
 fn bad(op: OpKind, reason: String) -> Error {
     Error::InvalidTransfer { op, reason }
@@ -195,13 +124,7 @@ fn wire_region(t: &Transfer, layout: Layout, shape: Shape) -> Option<Region> {
 
 /// The rows of the chunk `c` of a region in `layout`, as byte ranges.
 fn rows(t: &Transfer, layout: Layout, c: &Chunk) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let elem = t.dtype.size() as u64;
-    let at = layout.at(c.row, c.col);
-    let (n, cols) = (c.shape.rows, c.shape.cols);
-    (0..n).map(move |r| {
-        let start = ((at.offset + r * at.row_stride) * elem) as usize;
-        start..start + (cols * elem) as usize
-    })
+    row_ranges(layout, *c, t.dtype.size() as u64)
 }
 
 impl Rank {
@@ -233,6 +156,56 @@ impl Rank {
             .await
     }
 
+    /// Checks a transfer against `peer`'s window and the frame limits
+    /// without moving anything: the window side (`t.dst` of a put or
+    /// atomic add, `t.src` of a get) must lie in the window, and the
+    /// chunking must fit. A transfer that passes fails later only if the
+    /// network does. The gRPC plane checks a stream this way before its
+    /// first byte lands.
+    pub fn check_transfer(
+        &self,
+        op: OpKind,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        chunking: &Chunking,
+    ) -> Result<()> {
+        self.check_window(op, peer, win, t, chunking).map(|_| ())
+    }
+
+    fn check_window(
+        &self,
+        op: OpKind,
+        peer: u32,
+        win: WindowId,
+        t: &Transfer,
+        chunking: &Chunking,
+    ) -> Result<(&crate::window::Window, ChunkPlan, usize)> {
+        let w = self.win(op, peer, win)?;
+        let elem = t.dtype.size() as u64;
+        let at = if op == OpKind::Get { t.src } else { t.dst };
+        let region = Region {
+            rows: t.shape.rows,
+            cols: t.shape.cols,
+            row_stride: at.row_stride,
+            dtype: t.dtype as i32,
+        };
+        let offset = at
+            .offset
+            .checked_mul(elem)
+            .ok_or_else(|| bad(op, format!("element offset {} overflows", at.offset)))?;
+        w.check_region(offset, &region)
+            .map_err(self.refused(op, peer))?;
+        // A get's replies come to this rank: its chunks obey this rank's
+        // frame limit; stores obey the target's.
+        let max = match self.target(peer)? {
+            Target::Remote(link) if op != OpKind::Get => link.peer_max_payload,
+            _ => self.state.config.max_payload,
+        };
+        let (plan, depth) = plan(op, t, chunking, max)?;
+        Ok((w, plan, depth))
+    }
+
     async fn store_region(
         &self,
         op: OpKind,
@@ -242,22 +215,8 @@ impl Rank {
         src: &[u8],
         chunking: Chunking,
     ) -> Result<()> {
-        let w = self.win(op, peer, win)?;
-        let elem = t.dtype.size() as u64;
         check_buffer(op, t, t.src, src.len(), "the source buffer")?;
-        let region = Region {
-            rows: t.shape.rows,
-            cols: t.shape.cols,
-            row_stride: t.dst.row_stride,
-            dtype: t.dtype as i32,
-        };
-        w.check_region(t.dst.offset * elem, &region)
-            .map_err(self.refused(op, peer))?;
-        let max = match self.target(peer)? {
-            Target::Remote(link) => link.peer_max_payload,
-            Target::Local => self.state.config.max_payload,
-        };
-        let (plan, depth) = plan(op, t, &chunking, max)?;
+        let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
         match self.target(peer)? {
             Target::Local => {
                 let whole = Chunk {
@@ -330,19 +289,9 @@ impl Rank {
         chunking: Chunking,
     ) -> Result<()> {
         let op = OpKind::Get;
-        let w = self.win(op, peer, win)?;
         let elem = t.dtype.size() as u64;
         check_buffer(op, t, t.dst, dst.len(), "the destination buffer")?;
-        let region = Region {
-            rows: t.shape.rows,
-            cols: t.shape.cols,
-            row_stride: t.src.row_stride,
-            dtype: t.dtype as i32,
-        };
-        w.check_region(t.src.offset * elem, &region)
-            .map_err(self.refused(op, peer))?;
-        // Replies come to this rank: chunks obey its own frame limit.
-        let (plan, depth) = plan(op, t, &chunking, self.state.config.max_payload)?;
+        let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
         let link = match self.target(peer)? {
             Target::Local => {
                 let whole = Chunk {
@@ -368,7 +317,7 @@ impl Rank {
             }
             let at = t.src.at(c.row, c.col);
             let len = c.shape.rows * c.shape.cols * elem;
-            let body = Body::Get(GetRequest {
+            let body = Body::Get(PeerGet {
                 window: win.0,
                 offset: at.offset * elem,
                 len,
@@ -444,13 +393,13 @@ pub(super) async fn send_chunks(
         let d = t.dst.at(c.row, c.col);
         let region = wire_region(t, t.dst, c.shape);
         let body = match op {
-            OpKind::AtomicAdd => Body::AtomicAdd(AtomicAddRequest {
+            OpKind::AtomicAdd => Body::AtomicAdd(PeerAtomicAdd {
                 window: win.0,
                 offset: d.offset * elem,
                 dtype: t.dtype as i32,
                 region,
             }),
-            _ => Body::Put(PutRequest {
+            _ => Body::Put(PeerPut {
                 window: win.0,
                 offset: d.offset * elem,
                 region,

@@ -7,7 +7,7 @@
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
 use pld_proto::barrier::{Progress, join};
-use pld_proto::v1::{GetRequest, header::Body};
+use pld_proto::v1::{PeerGet, header::Body};
 use pld_proto::{Cmp, OpKind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -230,7 +230,7 @@ impl Rank {
             }
             let link = Arc::clone(link);
             probes.spawn(async move {
-                let probe = Body::Get(GetRequest {
+                let probe = Body::Get(PeerGet {
                     window: 0,
                     offset: 0,
                     len: 0,

@@ -10,8 +10,12 @@ mod demo;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use pld_server::config::{parse_duration, parse_size};
+use pld_server::grpc::{GrpcOptions, GrpcServer};
+use pld_server::metrics;
 use pld_server::{Config, Progress, Rank, TransportKind, WindowConfig};
 use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A pld rank daemon: owns its windows and serves one-sided put, get and
@@ -81,9 +85,40 @@ struct RunArgs {
     /// Largest payload in one peer frame; bigger transfers are split.
     #[arg(long, env = "PLD_MAX_FRAME", default_value = "1MiB", value_parser = parse_size)]
     max_frame: u64,
+    /// Serve the gRPC client plane (pld.v1.Pld, health, reflection) on this
+    /// address, e.g. 127.0.0.1:50051. Without --client-token it must be a
+    /// loopback address.
+    #[arg(long, env = "PLD_GRPC")]
+    grpc: Option<SocketAddr>,
+    /// The bearer token every gRPC call must carry
+    /// (`authorization: Bearer TOKEN`). Health checks need none.
+    #[arg(long, env = "PLD_CLIENT_TOKEN", hide_env_values = true)]
+    client_token: Option<String>,
+    /// The most data bytes in one unary gRPC message; larger transfers use
+    /// PutStream / GetStream.
+    #[arg(long, env = "PLD_GRPC_MAX_MESSAGE", default_value = "4MiB", value_parser = parse_size)]
+    grpc_max_message: u64,
+    /// Serve Prometheus metrics (per-op counters, latency histograms) at
+    /// http://ADDR/metrics.
+    #[arg(long, env = "PLD_METRICS")]
+    metrics: Option<SocketAddr>,
 }
 
 impl RunArgs {
+    fn grpc(&self) -> anyhow::Result<Option<GrpcOptions>> {
+        let Some(addr) = self.grpc else {
+            if self.client_token.is_some() {
+                anyhow::bail!("--client-token needs --grpc ADDR");
+            }
+            return Ok(None);
+        };
+        let mut o = GrpcOptions::new(addr);
+        o.token = self.client_token.clone();
+        o.max_message_data =
+            usize::try_from(self.grpc_max_message).context("--grpc-max-message is too large")?;
+        Ok(Some(o))
+    }
+
     fn config(self) -> anyhow::Result<Config> {
         let rank = self.rank.context("--rank is required")?;
         let mut c = Config::new(rank, self.peers);
@@ -166,11 +201,50 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
+    let grpc_opts = args.grpc()?;
+    let metrics_addr = args.metrics;
     let config = args.config()?;
     let id = config.rank;
-    let rank = Rank::start(config)
-        .await
-        .with_context(|| format!("rank {id} cannot serve"))?;
+    // The client plane comes up first, NOT_SERVING, so that probes and
+    // clients can reach the daemon while it connects to its peers.
+    let grpc = match grpc_opts {
+        Some(o) => {
+            let g = GrpcServer::start(o, &config)
+                .await
+                .with_context(|| format!("rank {id} cannot serve gRPC"))?;
+            println!(
+                "pld-daemon: rank {id} gRPC on {} (NOT_SERVING until the mesh is up)",
+                g.local_addr()
+            );
+            Some(g)
+        }
+        None => None,
+    };
+    let sources = Arc::new(metrics::Sources {
+        rank_id: id,
+        rank: Default::default(),
+        grpc: grpc.as_ref().map(GrpcServer::metrics),
+    });
+    let _metrics = match metrics_addr {
+        Some(addr) => {
+            let (local, task) = metrics::serve(addr, sources.clone())
+                .await
+                .with_context(|| format!("rank {id} cannot serve metrics"))?;
+            println!("pld-daemon: rank {id} metrics on http://{local}/metrics");
+            Some(AbortOnDrop(task))
+        }
+        None => None,
+    };
+    std::io::stdout().flush()?;
+    let rank = Arc::new(
+        Rank::start(config)
+            .await
+            .with_context(|| format!("rank {id} cannot serve"))?,
+    );
+    let _ = sources.rank.set(rank.clone());
+    if let Some(g) = &grpc {
+        g.ready(rank.clone()).await;
+    }
     // The ready line is the contract with scripts and tests: it is printed
     // once every peer is connected and the rank serves.
     println!(
@@ -183,8 +257,20 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     wait_for_signal().await?;
     tracing::info!(rank = rank.rank(), "shutting down");
+    if let Some(g) = grpc {
+        g.shutdown().await;
+    }
     rank.shutdown().await;
     Ok(())
+}
+
+/// Stops a background task when the daemon returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

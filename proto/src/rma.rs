@@ -1,0 +1,153 @@
+//! [`Rma`]: the one-sided API a pld program is written against.
+//!
+//! An embedded rank (`pld_server::Rank`) and a remote client of a daemon
+//! (`pld_client::Client`) both implement it, so one program runs either way:
+//! the simulated device and the examples are generic over `R: Rma`.
+//!
+//! Offsets are bytes into a window; data is little-endian. Completion and
+//! ordering follow `docs/semantics.md`: a blocking call returns once its
+//! effect is applied at the target (a get once the bytes are here).
+
+use crate::region::{Chunking, Transfer};
+use crate::{Cmp, Dtype, NotifyOp};
+use bytes::Bytes;
+use std::future::Future;
+
+/// One rank's view of a pld cluster: one-sided put, get and atomics to any
+/// rank (itself included), signals and synchronisation.
+pub trait Rma: Send + Sync {
+    /// What every call can fail with.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// A window, resolved once by name with [`Rma::window`].
+    type Window: Copy + Send + Sync + std::fmt::Debug + 'static;
+
+    /// This rank's id.
+    fn rank(&self) -> u32;
+    /// How many ranks the cluster has.
+    fn nranks(&self) -> u32;
+    /// The window called `name` (the same on every rank).
+    fn window(&self, name: &str) -> Result<Self::Window, Self::Error>;
+
+    /// Writes `data` at `offset` of `peer`'s window.
+    fn put(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        data: &[u8],
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Reads `len` bytes at `offset` of `peer`'s window.
+    fn get(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        len: u64,
+    ) -> impl Future<Output = Result<Bytes, Self::Error>> + Send;
+
+    /// Elementwise `window[offset..] += operands`, atomic per element.
+    fn atomic_add(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Atomically adds `value` to one int32/int64 cell; returns the previous value.
+    fn fetch_add(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        dtype: Dtype,
+        value: i64,
+    ) -> impl Future<Output = Result<i64, Self::Error>> + Send;
+
+    /// Atomically replaces one int32/int64 cell holding `expected` by
+    /// `desired`; returns the previous value.
+    fn compare_swap(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> impl Future<Output = Result<i64, Self::Error>> + Send;
+
+    /// Sets or atomically adds to an int32 signal cell of `peer`.
+    fn notify(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        value: i32,
+        op: NotifyOp,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Waits until this rank's int32 cell satisfies `cmp expected`; returns
+    /// the value that did. Fails at the sync timeout with the cell, the
+    /// expected value and the last value seen.
+    fn wait(
+        &self,
+        win: Self::Window,
+        offset: u64,
+        cmp: Cmp,
+        expected: i32,
+    ) -> impl Future<Output = Result<i32, Self::Error>> + Send;
+
+    /// Whether this rank's int32 cell satisfies `cmp expected` now.
+    fn test(
+        &self,
+        win: Self::Window,
+        offset: u64,
+        cmp: Cmp,
+        expected: i32,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Waits until every rank has entered the barrier; every put, atomic and
+    /// notify issued before it is applied before any rank leaves.
+    fn barrier(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Waits until every op this rank issued has completed.
+    fn quiet(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Orders this rank's puts, atomics and notifies to `peer`: those after
+    /// the fence are applied after those before it.
+    fn fence(&self, peer: u32) -> Result<(), Self::Error>;
+
+    /// Puts a 2-D region: `src` holds it in `t.src`'s layout; it lands in
+    /// `peer`'s window in `t.dst`'s layout, streamed as `chunking` says.
+    fn put_region(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        t: &Transfer,
+        src: &[u8],
+        chunking: Chunking,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Atomically adds a 2-D region into `peer`'s window, atomic per element.
+    fn atomic_add_region(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        t: &Transfer,
+        src: &[u8],
+        chunking: Chunking,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Gets a 2-D region of `peer`'s window (`t.src`'s layout) into `dst`
+    /// (`t.dst`'s layout).
+    fn get_region(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        t: &Transfer,
+        dst: &mut [u8],
+        chunking: Chunking,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}

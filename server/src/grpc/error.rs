@@ -1,0 +1,269 @@
+//! Errors of the client plane and the one place where every error becomes a
+//! gRPC status.
+
+use crate::error::{AccessError, Error as RankError};
+use pld_proto::ErrorCode;
+use tonic::codegen::http;
+use tonic::{Code, Status};
+
+/// Everything a gRPC call can fail with: the rank's own errors, and what is
+/// wrong with the request itself.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The rank refused or failed the op.
+    #[error(transparent)]
+    Rank(#[from] RankError),
+    /// The peer mesh is not up yet.
+    #[error(
+        "rank {rank} is not serving yet: it is still connecting to its peers (health reports NOT_SERVING until the mesh is up)"
+    )]
+    NotReady { rank: u32 },
+    /// A field that the call needs is missing or out of its domain.
+    #[error("{call}: {reason}")]
+    InvalidArgument { call: &'static str, reason: String },
+    /// A unary call over the message limit.
+    #[error(
+        "{call} of {len} bytes exceeds the message limit of {max} bytes; use {instead} for larger transfers"
+    )]
+    TooLarge {
+        call: &'static str,
+        len: u64,
+        max: u64,
+        instead: &'static str,
+    },
+    /// A PutStream whose bytes do not add up to its region.
+    #[error(
+        "PutStream to rank {rank}: the stream carried {got} bytes, the transfer needs {expected}; {applied} bytes were written before it stopped"
+    )]
+    StreamLength {
+        rank: u32,
+        expected: u64,
+        got: u64,
+        applied: u64,
+    },
+    /// The client's stream failed.
+    #[error("{call}: the client's stream failed: {status}")]
+    ClientStream { call: &'static str, status: Status },
+    /// A task of the daemon failed; a bug, not the client's fault.
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// No or a wrong bearer token.
+    #[error(
+        "{0}; send the daemon's client token as `authorization: Bearer <token>` metadata (pld-daemon --client-token)"
+    )]
+    Unauthenticated(&'static str),
+}
+
+impl Error {
+    pub(crate) fn invalid(call: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            call,
+            reason: reason.into(),
+        }
+    }
+}
+
+fn access_code(e: &AccessError) -> Code {
+    match e {
+        AccessError::OutOfBounds { .. } => Code::OutOfRange,
+        AccessError::UnknownWindow { .. } => Code::NotFound,
+        _ => Code::InvalidArgument,
+    }
+}
+
+fn wire_code(code: ErrorCode) -> Code {
+    match code {
+        ErrorCode::OutOfRange => Code::OutOfRange,
+        ErrorCode::UnknownWindow => Code::NotFound,
+        ErrorCode::Misaligned
+        | ErrorCode::UnknownDtype
+        | ErrorCode::UnsupportedDtype
+        | ErrorCode::InvalidArgument => Code::InvalidArgument,
+        // Frame, preamble and handshake errors close the peer connection:
+        // the op's target is as good as unreachable.
+        ErrorCode::FrameTooLarge
+        | ErrorCode::MalformedFrame
+        | ErrorCode::BadPreamble
+        | ErrorCode::HandshakeRefused
+        | ErrorCode::UnexpectedMessage
+        | ErrorCode::Unspecified => Code::Unavailable,
+    }
+}
+
+/// The gRPC code of a rank error.
+fn rank_code(e: &RankError) -> Code {
+    match e {
+        RankError::NoSuchRank { .. } | RankError::NoSuchWindow { .. } => Code::NotFound,
+        RankError::Access { error, .. } => access_code(error),
+        RankError::InvalidTransfer { .. } => Code::InvalidArgument,
+        RankError::Rejected { code, .. } => wire_code(*code),
+        RankError::PeerLost { .. }
+        | RankError::Mismatch { .. }
+        | RankError::Refused { .. }
+        | RankError::ConnectTimeout { .. }
+        | RankError::Protocol { .. } => Code::Unavailable,
+        RankError::OpTimeout { .. }
+        | RankError::QuietTimeout { .. }
+        | RankError::BarrierTimeout { .. }
+        | RankError::WaitTimeout { .. } => Code::DeadlineExceeded,
+        RankError::Config(_) => Code::FailedPrecondition,
+        RankError::Io { .. } | RankError::Tls(_) => Code::Internal,
+    }
+}
+
+impl Error {
+    /// The gRPC code this error maps to.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Rank(e) => rank_code(e),
+            Error::NotReady { .. } => Code::Unavailable,
+            Error::InvalidArgument { .. } | Error::TooLarge { .. } | Error::StreamLength { .. } => {
+                Code::InvalidArgument
+            }
+            Error::ClientStream { status, .. } if is_too_large(status) => Code::ResourceExhausted,
+            Error::ClientStream { status, .. } => status.code(),
+            Error::Unauthenticated(_) => Code::Unauthenticated,
+            Error::Internal(_) => Code::Internal,
+        }
+    }
+}
+
+impl From<Error> for Status {
+    fn from(e: Error) -> Status {
+        Status::new(e.code(), e.to_string())
+    }
+}
+
+/// Whether `status` is tonic's refusal of a message over the decoding
+/// limit. tonic says OUT_OF_RANGE; gRPC's convention, and pld's, is
+/// RESOURCE_EXHAUSTED, and pld keeps OUT_OF_RANGE for window bounds.
+fn is_too_large(status: &Status) -> bool {
+    status.code() == Code::OutOfRange && status.message().contains("message length too large")
+}
+
+/// Rewrites tonic's trailers-only OUT_OF_RANGE for an oversized request
+/// message into RESOURCE_EXHAUSTED, saying what to do instead. A layer of
+/// the gRPC server: such a request never reaches [`Error`].
+pub(crate) fn remap_too_large(
+    mut res: http::Response<tonic::body::Body>,
+) -> http::Response<tonic::body::Body> {
+    let Some(status) = Status::from_header_map(res.headers()) else {
+        return res;
+    };
+    if is_too_large(&status) {
+        let remapped = Status::resource_exhausted(format!(
+            "{}; send larger transfers with PutStream / GetStream",
+            status.message()
+        ));
+        // Header values from a Status always encode.
+        let _ = remapped.add_header(res.headers_mut());
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pld_proto::{Dtype, OpKind};
+    use std::time::Duration;
+
+    #[test]
+    fn every_error_class_maps_to_the_documented_code() {
+        let oob = RankError::Access {
+            op: OpKind::Put,
+            rank: 1,
+            error: AccessError::OutOfBounds {
+                window: "data".into(),
+                offset: 10,
+                len: 8,
+                size: 12,
+            },
+        };
+        let misaligned = RankError::Access {
+            op: OpKind::AtomicAdd,
+            rank: 1,
+            error: AccessError::MisalignedOffset {
+                window: "data".into(),
+                offset: 2,
+                dtype: Dtype::Fp32,
+                size: 4,
+            },
+        };
+        let mut cases: Vec<(Error, Code)> = vec![
+            (oob.into(), Code::OutOfRange),
+            (misaligned.into(), Code::InvalidArgument),
+            (
+                RankError::NoSuchRank { rank: 9, nranks: 2 }.into(),
+                Code::NotFound,
+            ),
+            (
+                RankError::NoSuchWindow {
+                    name: "x".into(),
+                    known: "data".into(),
+                }
+                .into(),
+                Code::NotFound,
+            ),
+            (
+                RankError::PeerLost {
+                    rank: 1,
+                    reason: "gone".into(),
+                }
+                .into(),
+                Code::Unavailable,
+            ),
+            (
+                RankError::QuietTimeout {
+                    timeout: Duration::from_secs(1),
+                    outstanding: "put #3 to rank 1".into(),
+                    unreachable: vec![],
+                }
+                .into(),
+                Code::DeadlineExceeded,
+            ),
+            (
+                RankError::Rejected {
+                    rank: 1,
+                    op: OpKind::Get,
+                    id: 4,
+                    code: ErrorCode::OutOfRange,
+                    message: "no".into(),
+                }
+                .into(),
+                Code::OutOfRange,
+            ),
+            (Error::NotReady { rank: 0 }, Code::Unavailable),
+            (Error::Unauthenticated("no token"), Code::Unauthenticated),
+            (Error::invalid("Put", "no dtype"), Code::InvalidArgument),
+        ];
+        let too_large = Status::out_of_range(
+            "Error, decoded message length too large: found 5 bytes, the limit is: 4 bytes",
+        );
+        cases.push((
+            Error::ClientStream {
+                call: "PutStream",
+                status: too_large.clone(),
+            },
+            Code::ResourceExhausted,
+        ));
+        for (e, code) in cases {
+            let msg = e.to_string();
+            let status = Status::from(e);
+            assert_eq!(status.code(), code, "{msg}");
+            assert_eq!(status.message(), msg);
+        }
+
+        // An oversized unary request: the trailers-only response is rewritten.
+        let res = remap_too_large(too_large.into_http());
+        let status = Status::from_header_map(res.headers()).expect("a status");
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert!(
+            status.message().contains("PutStream"),
+            "{}",
+            status.message()
+        );
+        let res = remap_too_large(Status::out_of_range("offset 9 past the window").into_http());
+        let status = Status::from_header_map(res.headers()).expect("a status");
+        assert_eq!(status.code(), Code::OutOfRange);
+    }
+}

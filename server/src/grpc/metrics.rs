@@ -1,0 +1,105 @@
+//! Request counters and latency histograms of the client plane.
+
+use crate::stats::{Histogram, HistogramSnapshot};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// The `Pld` methods, in the order the counters keep them.
+pub const METHODS: [&str; 14] = [
+    "Info",
+    "Put",
+    "Get",
+    "AtomicAdd",
+    "PutStream",
+    "GetStream",
+    "FetchAdd",
+    "CompareSwap",
+    "Notify",
+    "Wait",
+    "Test",
+    "Barrier",
+    "Quiet",
+    "Stats",
+];
+
+/// gRPC status codes 0 (OK) to 16.
+const CODES: usize = 17;
+
+/// Per method: calls by status code, and the duration of every call.
+#[derive(Debug)]
+pub struct GrpcMetrics {
+    calls: [[AtomicU64; CODES]; METHODS.len()],
+    latency: [Histogram; METHODS.len()],
+}
+
+impl Default for GrpcMetrics {
+    fn default() -> Self {
+        GrpcMetrics {
+            calls: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            latency: std::array::from_fn(|_| Histogram::default()),
+        }
+    }
+}
+
+/// One method's figures.
+#[derive(Debug, Clone)]
+pub struct MethodSnapshot {
+    pub method: &'static str,
+    /// `(code name, calls)` for every code seen.
+    pub calls: Vec<(&'static str, u64)>,
+    pub latency: HistogramSnapshot,
+}
+
+impl GrpcMetrics {
+    pub(crate) fn record(&self, method: &'static str, code: tonic::Code, took: Duration) {
+        let Some(m) = METHODS.iter().position(|n| *n == method) else {
+            return;
+        };
+        let c = (code as usize).min(CODES - 1);
+        self.calls[m][c].fetch_add(1, Relaxed);
+        self.latency[m].record(took);
+    }
+
+    /// Every method that was called at least once.
+    pub fn snapshot(&self) -> Vec<MethodSnapshot> {
+        METHODS
+            .iter()
+            .enumerate()
+            .filter_map(|(m, method)| {
+                let calls: Vec<_> = (0..CODES)
+                    .filter_map(|c| {
+                        let n = self.calls[m][c].load(Relaxed);
+                        (n > 0).then(|| (code_name(c), n))
+                    })
+                    .collect();
+                (!calls.is_empty()).then(|| MethodSnapshot {
+                    method,
+                    calls,
+                    latency: self.latency[m].snapshot(),
+                })
+            })
+            .collect()
+    }
+}
+
+fn code_name(c: usize) -> &'static str {
+    [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ][c.min(CODES - 1)]
+}

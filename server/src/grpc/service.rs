@@ -1,0 +1,580 @@
+//! The `pld.v1.Pld` service: each call resolves its window, checks its
+//! fields and runs the op on the daemon's rank.
+
+use super::{Error, Shared, stream};
+use crate::rank::{Rank, WindowId};
+use pld_proto::region::{Chunking, Layout, Shape, Transfer};
+use pld_proto::v1::pld_server::Pld;
+use pld_proto::v1::{
+    AtomicAddRequest, AtomicAddResponse, BarrierRequest, BarrierResponse, CompareSwapRequest,
+    Counter, FetchAddRequest, GetRequest, GetResponse, GetStreamRequest, InfoRequest, InfoResponse,
+    NotifyRequest, NotifyResponse, PutRequest, PutResponse, PutStreamRequest, QuietRequest,
+    QuietResponse, Region, StatsRequest, StatsResponse, TestRequest, TestResponse, ValueResponse,
+    WaitRequest, WaitResponse, WindowSpec,
+};
+use pld_proto::{Cmp, Dtype, NotifyOp};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::metadata::MetadataMap;
+use tonic::{Code, Request, Response, Status, Streaming};
+
+#[derive(Debug)]
+pub(crate) struct Service {
+    shared: Arc<Shared>,
+}
+
+impl Service {
+    pub(crate) fn new(shared: Arc<Shared>) -> Service {
+        Service { shared }
+    }
+
+    /// Runs one call: times it, counts its outcome, maps its error.
+    async fn observe<T>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = Result<T, Error>>,
+    ) -> Result<Response<T>, Status> {
+        let t0 = Instant::now();
+        let result = call.await;
+        let code = result.as_ref().map_or_else(Error::code, |_| Code::Ok);
+        self.shared.metrics.record(method, code, t0.elapsed());
+        match result {
+            Ok(r) => Ok(Response::new(r)),
+            Err(e) => {
+                tracing::debug!(method, code = ?code, "{e}");
+                Err(e.into())
+            }
+        }
+    }
+
+    fn rank(&self) -> Result<&Arc<Rank>, Error> {
+        self.shared.rank()
+    }
+
+    /// How long a wait, barrier or quiet may take: the request's timeout (or
+    /// `default`), cut short so that the diagnostic reaches the client
+    /// before its own gRPC deadline does.
+    fn budget(&self, timeout_ms: u64, default: Duration, metadata: &MetadataMap) -> Duration {
+        let asked = if timeout_ms == 0 {
+            default
+        } else {
+            Duration::from_millis(timeout_ms)
+        };
+        match grpc_timeout(metadata) {
+            Some(deadline) => {
+                let margin = (deadline / 20).max(Duration::from_millis(20));
+                asked.min(deadline.saturating_sub(margin))
+            }
+            None => asked,
+        }
+    }
+
+    fn info(&self) -> InfoResponse {
+        let c = &self.shared.config;
+        let mut windows: Vec<WindowSpec> = c
+            .windows
+            .iter()
+            .map(|w| WindowSpec {
+                name: w.name.clone(),
+                size: w.size,
+            })
+            .collect();
+        windows.sort_by(|a, b| a.name.cmp(&b.name));
+        InfoResponse {
+            rank: c.rank,
+            nranks: c.nranks(),
+            windows,
+            transport: c.transport.to_string(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            cluster_id: c.cluster_id.clone(),
+            ready: self.shared.rank.get().is_some(),
+            max_message_data: self.shared.max_data as u64,
+            protocol_version: pld_proto::PROTOCOL_VERSION,
+        }
+    }
+}
+
+/// The `grpc-timeout` the client set, if any ("100m", "5S", ...).
+fn grpc_timeout(metadata: &MetadataMap) -> Option<Duration> {
+    let v = metadata.get("grpc-timeout")?.to_str().ok()?;
+    if v.len() < 2 {
+        return None;
+    }
+    let (n, unit) = v.split_at(v.len() - 1);
+    let n: u64 = n.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+pub(crate) fn dtype(call: &'static str, value: i32) -> Result<Dtype, Error> {
+    match Dtype::try_from(value) {
+        Ok(Dtype::Unspecified) => Err(Error::invalid(call, "the dtype is missing")),
+        Ok(d) => Ok(d),
+        Err(_) => Err(Error::invalid(call, format!("unknown dtype value {value}"))),
+    }
+}
+
+/// Where a transfer lies in the window and in the packed bytes of the call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geometry {
+    pub dtype: Dtype,
+    pub shape: Shape,
+    pub window: Layout,
+    /// Bytes the region holds, packed.
+    pub packed_len: u64,
+}
+
+impl Geometry {
+    /// `offset` bytes into the window, and either a region or `len` bytes.
+    pub(crate) fn new(
+        call: &'static str,
+        dtype: Dtype,
+        offset: u64,
+        region: Option<&Region>,
+        len: u64,
+    ) -> Result<Geometry, Error> {
+        let elem = dtype.size() as u64;
+        if offset % elem != 0 {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "offset {offset} is not a multiple of the {dtype} element size ({elem} bytes)"
+                ),
+            ));
+        }
+        let (shape, stride) = match region {
+            Some(r) => {
+                let stride = if r.row_stride == 0 {
+                    r.cols
+                } else {
+                    r.row_stride
+                };
+                (
+                    Shape {
+                        rows: r.rows,
+                        cols: r.cols,
+                    },
+                    stride,
+                )
+            }
+            None => {
+                if len % elem != 0 {
+                    return Err(Error::invalid(
+                        call,
+                        format!(
+                            "length {len} is not a multiple of the {dtype} element size ({elem} bytes)"
+                        ),
+                    ));
+                }
+                let n = len / elem;
+                (Shape { rows: 1, cols: n }, n)
+            }
+        };
+        let packed_len = shape
+            .elems()
+            .and_then(|n| n.checked_mul(elem))
+            .ok_or_else(|| {
+                Error::invalid(
+                    call,
+                    format!(
+                        "a region of {} x {} {dtype} is too large",
+                        shape.rows, shape.cols
+                    ),
+                )
+            })?;
+        Ok(Geometry {
+            dtype,
+            shape,
+            window: Layout {
+                offset: offset / elem,
+                row_stride: stride,
+            },
+            packed_len,
+        })
+    }
+
+    fn packed(&self) -> Layout {
+        Layout {
+            offset: 0,
+            row_stride: self.shape.cols,
+        }
+    }
+
+    /// From the packed bytes into the window.
+    pub(crate) fn store(&self) -> Transfer {
+        Transfer {
+            dtype: self.dtype,
+            shape: self.shape,
+            dst: self.window,
+            src: self.packed(),
+        }
+    }
+
+    /// From the window into packed bytes.
+    pub(crate) fn load(&self) -> Transfer {
+        Transfer {
+            dtype: self.dtype,
+            shape: self.shape,
+            dst: self.packed(),
+            src: self.window,
+        }
+    }
+}
+
+pub(crate) fn window(rank: &Rank, name: &str) -> Result<WindowId, Error> {
+    Ok(rank.window(name)?)
+}
+
+/// A region's dtype, or `fallback` (bytes) without a region.
+pub(crate) fn region_dtype(
+    call: &'static str,
+    region: Option<&Region>,
+    fallback: Dtype,
+) -> Result<Dtype, Error> {
+    region.map_or(Ok(fallback), |r| dtype(call, r.dtype))
+}
+
+pub(crate) fn chunking(c: Option<&pld_proto::v1::Chunking>) -> Chunking {
+    let Some(c) = c else {
+        return Chunking::default();
+    };
+    let some = |v: u64| (v != 0).then_some(v);
+    Chunking {
+        chunk_rows: some(c.chunk_rows),
+        chunk_cols: some(c.chunk_cols),
+        pipeline: c.pipeline,
+        depth: (c.depth != 0).then_some(c.depth as usize),
+    }
+}
+
+fn check_data(call: &'static str, g: &Geometry, got: usize) -> Result<(), Error> {
+    if g.packed_len != got as u64 {
+        return Err(Error::invalid(
+            call,
+            format!(
+                "the data holds {got} bytes, the region of {} x {} {} needs {}",
+                g.shape.rows, g.shape.cols, g.dtype, g.packed_len
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn cmp(call: &'static str, value: i32) -> Result<Cmp, Error> {
+    match Cmp::try_from(value) {
+        Ok(Cmp::Unspecified) | Err(_) => Err(Error::invalid(
+            call,
+            format!("the comparison value {value} is none of EQ, NE, GT, GE, LT, LE"),
+        )),
+        Ok(c) => Ok(c),
+    }
+}
+
+#[tonic::async_trait]
+impl Pld for Service {
+    async fn info(&self, _: Request<InfoRequest>) -> Result<Response<InfoResponse>, Status> {
+        self.observe("Info", async { Ok(self.info()) }).await
+    }
+
+    async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Put", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dtype = region_dtype("Put", r.region.as_ref(), Dtype::Int8)?;
+            let g = Geometry::new(
+                "Put",
+                dtype,
+                r.offset,
+                r.region.as_ref(),
+                r.data.len() as u64,
+            )?;
+            check_data("Put", &g, r.data.len())?;
+            rank.put_region(r.rank, win, &g.store(), &r.data, Chunking::default())
+                .await?;
+            Ok(PutResponse {})
+        })
+        .await
+    }
+
+    async fn get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Get", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dtype = region_dtype("Get", r.region.as_ref(), Dtype::Int8)?;
+            let g = Geometry::new("Get", dtype, r.offset, r.region.as_ref(), r.len)?;
+            if g.packed_len > self.shared.max_data as u64 {
+                return Err(Error::TooLarge {
+                    call: "Get",
+                    len: g.packed_len,
+                    max: self.shared.max_data as u64,
+                    instead: "GetStream",
+                });
+            }
+            let mut buf = vec![0u8; g.packed_len as usize];
+            rank.get_region(r.rank, win, &g.load(), &mut buf, Chunking::default())
+                .await?;
+            Ok(GetResponse { data: buf.into() })
+        })
+        .await
+    }
+
+    async fn atomic_add(
+        &self,
+        req: Request<AtomicAddRequest>,
+    ) -> Result<Response<AtomicAddResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("AtomicAdd", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dt = dtype("AtomicAdd", r.dtype)?;
+            if let Some(reg) = &r.region
+                && reg.dtype != Dtype::Unspecified as i32
+                && reg.dtype != dt as i32
+            {
+                return Err(Error::invalid(
+                    "AtomicAdd",
+                    format!(
+                        "the region's dtype {} differs from the call's {dt}",
+                        reg.dtype
+                    ),
+                ));
+            }
+            let g = Geometry::new(
+                "AtomicAdd",
+                dt,
+                r.offset,
+                r.region.as_ref(),
+                r.data.len() as u64,
+            )?;
+            check_data("AtomicAdd", &g, r.data.len())?;
+            rank.atomic_add_region(r.rank, win, &g.store(), &r.data, Chunking::default())
+                .await?;
+            Ok(AtomicAddResponse {})
+        })
+        .await
+    }
+
+    async fn put_stream(
+        &self,
+        req: Request<Streaming<PutStreamRequest>>,
+    ) -> Result<Response<PutResponse>, Status> {
+        let s = req.into_inner();
+        self.observe("PutStream", async {
+            let rank = self.rank()?.clone();
+            stream::put(rank, s).await?;
+            Ok(PutResponse {})
+        })
+        .await
+    }
+
+    type GetStreamStream = stream::GetStream;
+
+    async fn get_stream(
+        &self,
+        req: Request<GetStreamRequest>,
+    ) -> Result<Response<Self::GetStreamStream>, Status> {
+        let r = req.into_inner();
+        let max = self.shared.max_data;
+        // The call's duration is until the stream is set up; the transfer's
+        // own figures are in the peer-plane counters.
+        self.observe("GetStream", async {
+            let rank = self.rank()?.clone();
+            stream::get(rank, r, max)
+        })
+        .await
+    }
+
+    async fn fetch_add(
+        &self,
+        req: Request<FetchAddRequest>,
+    ) -> Result<Response<ValueResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("FetchAdd", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dt = dtype("FetchAdd", r.dtype)?;
+            let previous = rank.fetch_add(r.rank, win, r.offset, dt, r.value).await?;
+            Ok(ValueResponse { previous })
+        })
+        .await
+    }
+
+    async fn compare_swap(
+        &self,
+        req: Request<CompareSwapRequest>,
+    ) -> Result<Response<ValueResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("CompareSwap", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dt = dtype("CompareSwap", r.dtype)?;
+            let previous = rank
+                .compare_swap(r.rank, win, r.offset, dt, r.expected, r.desired)
+                .await?;
+            Ok(ValueResponse { previous })
+        })
+        .await
+    }
+
+    async fn notify(
+        &self,
+        req: Request<NotifyRequest>,
+    ) -> Result<Response<NotifyResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Notify", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let op = match NotifyOp::try_from(r.op) {
+                Ok(NotifyOp::Unspecified) | Err(_) => {
+                    return Err(Error::invalid(
+                        "Notify",
+                        format!("notify op value {} is neither SET nor ATOMIC_ADD", r.op),
+                    ));
+                }
+                Ok(op) => op,
+            };
+            rank.notify(r.rank, win, r.offset, r.value, op).await?;
+            Ok(NotifyResponse {})
+        })
+        .await
+    }
+
+    async fn wait(&self, req: Request<WaitRequest>) -> Result<Response<WaitResponse>, Status> {
+        let budget = |rank: &Rank, ms| self.budget(ms, rank.config().sync_timeout, req.metadata());
+        let r = req.get_ref();
+        self.observe("Wait", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let c = cmp("Wait", r.cmp)?;
+            let value = rank
+                .wait_within(win, r.offset, c, r.value, budget(rank, r.timeout_ms))
+                .await?;
+            Ok(WaitResponse { value })
+        })
+        .await
+    }
+
+    async fn test(&self, req: Request<TestRequest>) -> Result<Response<TestResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Test", async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let c = cmp("Test", r.cmp)?;
+            let satisfied = rank.test(win, r.offset, c, r.value)?;
+            Ok(TestResponse { satisfied })
+        })
+        .await
+    }
+
+    async fn barrier(
+        &self,
+        req: Request<BarrierRequest>,
+    ) -> Result<Response<BarrierResponse>, Status> {
+        self.observe("Barrier", async {
+            let rank = self.rank()?;
+            let t = self.budget(
+                req.get_ref().timeout_ms,
+                rank.config().sync_timeout,
+                req.metadata(),
+            );
+            rank.barrier_within(t).await?;
+            Ok(BarrierResponse {})
+        })
+        .await
+    }
+
+    async fn quiet(&self, req: Request<QuietRequest>) -> Result<Response<QuietResponse>, Status> {
+        self.observe("Quiet", async {
+            let rank = self.rank()?;
+            let t = self.budget(
+                req.get_ref().timeout_ms,
+                rank.config().op_timeout,
+                req.metadata(),
+            );
+            rank.quiet_within(t).await?;
+            Ok(QuietResponse {})
+        })
+        .await
+    }
+
+    async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
+        self.observe("Stats", async {
+            let rank = self.rank()?;
+            let counters = rank
+                .stats()
+                .counters()
+                .into_iter()
+                .map(|(name, kind, value)| Counter {
+                    name: name.into(),
+                    kind: kind.into(),
+                    value,
+                })
+                .collect();
+            Ok(StatsResponse {
+                rank: rank.rank(),
+                counters,
+            })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeout_units_parse() {
+        let mut m = MetadataMap::new();
+        for (v, d) in [
+            ("100m", Duration::from_millis(100)),
+            ("5S", Duration::from_secs(5)),
+            ("2M", Duration::from_secs(120)),
+            ("7u", Duration::from_micros(7)),
+        ] {
+            m.insert("grpc-timeout", v.parse().unwrap());
+            assert_eq!(grpc_timeout(&m), Some(d), "{v}");
+        }
+        m.insert("grpc-timeout", "12x".parse().unwrap());
+        assert_eq!(grpc_timeout(&m), None);
+    }
+
+    #[test]
+    fn geometry_rejects_misalignment_and_sizes_the_packed_region() {
+        let e = Geometry::new("AtomicAdd", Dtype::Fp32, 2, None, 8).unwrap_err();
+        assert!(e.to_string().contains("offset 2 is not a multiple"), "{e}");
+        let e = Geometry::new("AtomicAdd", Dtype::Fp32, 4, None, 6).unwrap_err();
+        assert!(e.to_string().contains("length 6"), "{e}");
+        let region = Region {
+            rows: 3,
+            cols: 5,
+            row_stride: 8,
+            dtype: Dtype::Fp16 as i32,
+        };
+        let g = Geometry::new("Put", Dtype::Fp16, 16, Some(&region), 0).unwrap();
+        assert_eq!(g.packed_len, 30);
+        assert_eq!(
+            g.window,
+            Layout {
+                offset: 8,
+                row_stride: 8
+            }
+        );
+        let huge = Region {
+            rows: u64::MAX,
+            cols: 2,
+            ..region
+        };
+        assert!(Geometry::new("Put", Dtype::Fp16, 0, Some(&huge), 0).is_err());
+    }
+}

@@ -1,0 +1,226 @@
+//! `--metrics ADDR`: the rank's counters and latency histograms in the
+//! Prometheus text format (version 0.0.4), served over plain HTTP/1.1 at
+//! `/metrics`.
+//!
+//! The server is a few lines over tokio: it reads one request head, answers
+//! and closes — enough for a Prometheus scraper or `curl`, with no HTTP
+//! framework in the daemon.
+
+use crate::grpc::GrpcMetrics;
+use crate::rank::Rank;
+use crate::stats::{HistogramSnapshot, LATENCY_BUCKETS_US};
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// What the endpoint reports: the rank once the mesh is up, and the
+/// client plane's figures if it runs.
+#[derive(Debug, Default)]
+pub struct Sources {
+    pub rank_id: u32,
+    pub rank: OnceLock<Arc<Rank>>,
+    pub grpc: Option<Arc<GrpcMetrics>>,
+}
+
+/// Renders every metric.
+pub fn render(src: &Sources) -> String {
+    let mut out = String::new();
+    let r = src.rank_id;
+    let up = src.rank.get();
+    gauge(
+        &mut out,
+        "pld_ready",
+        "1 once every peer is connected and the rank serves.",
+        &[(format!("rank=\"{r}\""), u64::from(up.is_some()))],
+    );
+    if let Some(rank) = up {
+        let snap = rank.stats();
+        let mut by_name: Vec<(&str, Vec<(String, u64)>)> = Vec::new();
+        for (name, kind, value) in snap.counters() {
+            let labels = if kind.is_empty() {
+                format!("rank=\"{r}\"")
+            } else if name.starts_with("msgs_") {
+                format!("rank=\"{r}\",kind=\"{kind}\"")
+            } else {
+                format!("rank=\"{r}\",op=\"{kind}\"")
+            };
+            match by_name.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, v)) => v.push((labels, value)),
+                None => by_name.push((name, vec![(labels, value)])),
+            }
+        }
+        for (name, series) in by_name {
+            let _ = writeln!(out, "# HELP pld_{name}_total {}", help(name));
+            let _ = writeln!(out, "# TYPE pld_{name}_total counter");
+            for (labels, v) in series {
+                let _ = writeln!(out, "pld_{name}_total{{{labels}}} {v}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP pld_op_latency_seconds Issue-to-completion time of remote ops."
+        );
+        let _ = writeln!(out, "# TYPE pld_op_latency_seconds histogram");
+        for op in pld_proto::OpKind::ALL {
+            histogram(
+                &mut out,
+                "pld_op_latency_seconds",
+                &format!("rank=\"{r}\",op=\"{}\"", op.name()),
+                &snap.latency(op),
+            );
+        }
+    }
+    if let Some(g) = &src.grpc {
+        let methods = g.snapshot();
+        let _ = writeln!(
+            out,
+            "# HELP pld_grpc_requests_total Client-plane calls by method and status code."
+        );
+        let _ = writeln!(out, "# TYPE pld_grpc_requests_total counter");
+        for m in &methods {
+            for (code, n) in &m.calls {
+                let _ = writeln!(
+                    out,
+                    "pld_grpc_requests_total{{rank=\"{r}\",method=\"{}\",code=\"{code}\"}} {n}",
+                    m.method
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP pld_grpc_request_duration_seconds Client-plane call durations."
+        );
+        let _ = writeln!(out, "# TYPE pld_grpc_request_duration_seconds histogram");
+        for m in &methods {
+            histogram(
+                &mut out,
+                "pld_grpc_request_duration_seconds",
+                &format!("rank=\"{r}\",method=\"{}\"", m.method),
+                &m.latency,
+            );
+        }
+    }
+    out
+}
+
+fn help(name: &str) -> &'static str {
+    match name {
+        "msgs_sent" => "Peer-plane messages sent, by kind.",
+        "msgs_received" => "Peer-plane messages received, by kind.",
+        "ops_issued" => "Ops issued to other ranks.",
+        "ops_local" => "Ops applied to this rank's own windows.",
+        "ops_failed" => "Ops issued that failed.",
+        "requests_served" => "Requests from peers applied.",
+        "requests_rejected" => "Requests from peers refused.",
+        "bytes_sent" => "Peer-plane bytes sent.",
+        "bytes_received" => "Peer-plane bytes received.",
+        "frame_errors" => "Connections closed because their bytes were not pld frames.",
+        _ => "A pld counter.",
+    }
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, series: &[(String, u64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for (labels, v) in series {
+        let _ = writeln!(out, "{name}{{{labels}}} {v}");
+    }
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, h: &HistogramSnapshot) {
+    let mut cumulative = 0;
+    for (i, bound) in LATENCY_BUCKETS_US.iter().enumerate() {
+        cumulative += h.buckets.get(i).copied().unwrap_or(0);
+        let le = *bound as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count());
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_ns as f64 / 1e9);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count());
+}
+
+/// Binds `addr` and serves `/metrics` until the task is dropped.
+pub async fn serve(
+    addr: SocketAddr,
+    sources: Arc<Sources>,
+) -> crate::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| crate::Error::io(format!("cannot bind the metrics port {addr}"), e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| crate::Error::io("metrics local address", e))?;
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((conn, _)) = listener.accept().await else {
+                continue;
+            };
+            let sources = sources.clone();
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), answer(conn, &sources)).await;
+            });
+        }
+    });
+    Ok((local, task))
+}
+
+/// Reads one request head (at most 8 KiB) and answers it.
+async fn answer(mut conn: tokio::net::TcpStream, sources: &Sources) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+        if head.len() > 8192 {
+            return respond(
+                &mut conn,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                "",
+            )
+            .await;
+        }
+    }
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split(' ');
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET", "/metrics" | "/") => {
+            let body = render(sources);
+            respond(&mut conn, "200 OK", "text/plain; version=0.0.4", &body).await
+        }
+        ("GET", _) => respond(&mut conn, "404 Not Found", "text/plain", "try /metrics\n").await,
+        _ => {
+            respond(
+                &mut conn,
+                "405 Method Not Allowed",
+                "text/plain",
+                "GET only\n",
+            )
+            .await
+        }
+    }
+}
+
+async fn respond(
+    conn: &mut tokio::net::TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await?;
+    conn.write_all(body.as_bytes()).await?;
+    conn.shutdown().await
+}
