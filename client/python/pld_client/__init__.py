@@ -1,0 +1,11 @@
+"""pld-client: Python access to pld daemons over gRPC.
+
+>>> from pld_client import Client
+>>> c = Client("127.0.0.1:50051")            # doctest: +SKIP
+>>> c.put_array(1, 0, np.ones(4, np.float32))  # doctest: +SKIP
+"""
+
+from pld_client.client import DTYPES, Client, PldError
+
+__all__ = ["Client", "PldError", "DTYPES"]
+__version__ = "0.1.0"

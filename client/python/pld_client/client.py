@@ -1,0 +1,360 @@
+"""The Python client of a pld daemon.
+
+A :class:`Client` acts as its daemon's rank: every op is issued by that rank,
+to any rank of the cluster, and returns once it is applied at the target
+(a get once the bytes are here) — the same completion rules as an embedded
+rank (docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator, Optional, Sequence, Union
+
+import grpc
+import numpy as np
+
+from pld_client._proto.pld.v1 import pld_pb2 as pb
+from pld_client._proto.pld.v1 import pld_pb2_grpc as pb_grpc
+from pld_client._proto.pld.v1 import types_pb2 as types
+
+#: numpy dtypes and their pld element types. bf16 has no numpy dtype: pass
+#: ``dtype="bf16"`` with uint16 arrays that hold the bit patterns.
+DTYPES = {
+    np.dtype(np.float32): types.DTYPE_FP32,
+    np.dtype(np.float16): types.DTYPE_FP16,
+    np.dtype(np.int32): types.DTYPE_INT32,
+    np.dtype(np.int16): types.DTYPE_INT16,
+    np.dtype(np.int8): types.DTYPE_INT8,
+    np.dtype(np.int64): types.DTYPE_INT64,
+    np.dtype(np.float64): types.DTYPE_FP64,
+}
+_NAMES = {
+    "fp32": types.DTYPE_FP32,
+    "fp16": types.DTYPE_FP16,
+    "bf16": types.DTYPE_BF16,
+    "int32": types.DTYPE_INT32,
+    "int16": types.DTYPE_INT16,
+    "int8": types.DTYPE_INT8,
+    "int64": types.DTYPE_INT64,
+    "fp64": types.DTYPE_FP64,
+}
+_CMPS = {
+    "eq": types.CMP_EQ,
+    "ne": types.CMP_NE,
+    "gt": types.CMP_GT,
+    "ge": types.CMP_GE,
+    "lt": types.CMP_LT,
+    "le": types.CMP_LE,
+}
+_NOTIFY = {"set": types.NOTIFY_OP_SET, "add": types.NOTIFY_OP_ATOMIC_ADD}
+
+#: Data bytes per streamed message.
+_STREAM_MESSAGE = 1 << 20
+#: What a message may hold beyond its data.
+_OVERHEAD = 64 << 10
+
+ArrayLike = Union[np.ndarray, bytes, bytearray, memoryview]
+DtypeLike = Union[str, np.dtype, type]
+
+
+class PldError(Exception):
+    """A call the daemon (or this client) refused.
+
+    ``code`` is the ``grpc.StatusCode``: INVALID_ARGUMENT, OUT_OF_RANGE,
+    NOT_FOUND, UNAVAILABLE, DEADLINE_EXCEEDED, UNAUTHENTICATED, ...
+    ``message`` is the daemon's explanation.
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str, addr: str = ""):
+        super().__init__(f"{message} [{code.name}]" + (f" (daemon {addr})" if addr else ""))
+        self.code = code
+        self.message = message
+        self.addr = addr
+
+
+def _wire_dtype(dtype: DtypeLike) -> int:
+    if isinstance(dtype, str) and dtype.lower() in _NAMES:
+        return _NAMES[dtype.lower()]
+    try:
+        return DTYPES[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise PldError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"dtype {dtype!r} is not one pld knows: use fp32 fp16 bf16 int32 int16 int8 int64 fp64",
+        ) from None
+
+
+def _np_dtype(dtype: DtypeLike) -> np.dtype:
+    if isinstance(dtype, str) and dtype.lower() == "bf16":
+        return np.dtype(np.uint16)
+    if isinstance(dtype, str) and dtype.lower() in _NAMES:
+        return {
+            "fp32": np.dtype(np.float32),
+            "fp16": np.dtype(np.float16),
+            "int32": np.dtype(np.int32),
+            "int16": np.dtype(np.int16),
+            "int8": np.dtype(np.int8),
+            "int64": np.dtype(np.int64),
+            "fp64": np.dtype(np.float64),
+        }[dtype.lower()]
+    return np.dtype(dtype)
+
+
+def _as_bytes(data: ArrayLike) -> bytes:
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+    return bytes(data)
+
+
+class Client:
+    """A connection to one pld daemon (``pld-daemon --grpc HOST:PORT``).
+
+    ``wait_ready`` seconds are spent waiting for a daemon that is not up,
+    or whose peer mesh is not up yet; 0 tries once.
+    """
+
+    def __init__(self, addr: str, token: Optional[str] = None, wait_ready: float = 30.0):
+        self.addr = addr
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._channel = grpc.insecure_channel(
+            addr,
+            options=[
+                ("grpc.max_receive_message_length", -1),
+                ("grpc.max_send_message_length", -1),
+            ],
+        )
+        self._stub = pb_grpc.PldStub(self._channel)
+        deadline = time.monotonic() + wait_ready
+        backoff = 0.02
+        while True:
+            try:
+                self.info = self._call(self._stub.Info, pb.InfoRequest(), timeout=5.0)
+                if self.info.ready:
+                    break
+                err = PldError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"rank {self.info.rank} is still connecting to its peers (not ready)",
+                    addr,
+                )
+            except PldError as e:
+                if e.code != grpc.StatusCode.UNAVAILABLE:
+                    self.close()
+                    raise
+                err = e
+            if time.monotonic() + backoff >= deadline:
+                self.close()
+                raise err
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+        self.max_data = max(int(self.info.max_message_data), 4096)
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _call(self, method, request, timeout=None):
+        try:
+            return method(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as e:
+            raise PldError(e.code(), e.details() or "", self.addr) from None
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- who ----------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        """The daemon's rank."""
+        return self.info.rank
+
+    @property
+    def nranks(self) -> int:
+        """How many ranks the cluster has."""
+        return self.info.nranks
+
+    @property
+    def windows(self) -> dict:
+        """Window name -> size in bytes (the same on every rank)."""
+        return {w.name: w.size for w in self.info.windows}
+
+    # -- bytes --------------------------------------------------------------
+
+    def put(self, rank: int, offset: int, data: ArrayLike, window: str = "data") -> None:
+        """Writes bytes (or an array's bytes) at byte ``offset`` of ``rank``'s window."""
+        raw = _as_bytes(data)
+        if len(raw) > self.max_data:
+            self._put_stream(pb.PutStreamHeader(rank=rank, window=window, offset=offset, len=len(raw)), raw)
+            return
+        self._call(self._stub.Put, pb.PutRequest(rank=rank, window=window, offset=offset, data=raw))
+
+    def get(self, rank: int, offset: int, nbytes: int, window: str = "data") -> bytes:
+        """Reads ``nbytes`` at byte ``offset`` of ``rank``'s window."""
+        if nbytes > self.max_data:
+            return self._get_stream(pb.GetStreamRequest(rank=rank, window=window, offset=offset, len=nbytes))
+        return self._call(self._stub.Get, pb.GetRequest(rank=rank, window=window, offset=offset, len=nbytes)).data
+
+    # -- arrays -------------------------------------------------------------
+
+    def _region(self, shape: Sequence[int], wire: int, row_stride: Optional[int]) -> "types.Region":
+        rows, cols = (1, int(shape[0])) if len(shape) == 1 else (int(shape[0]), int(np.prod(shape[1:])))
+        return types.Region(rows=rows, cols=cols, row_stride=row_stride or cols, dtype=wire)
+
+    def put_array(
+        self,
+        rank: int,
+        offset: int,
+        array: np.ndarray,
+        window: str = "data",
+        row_stride: Optional[int] = None,
+        dtype: Optional[DtypeLike] = None,
+    ) -> None:
+        """Writes ``array`` at byte ``offset`` of ``rank``'s window; a 2-D
+        array lands as rows ``row_stride`` elements apart (default: packed)."""
+        array = np.asarray(array)
+        wire = _wire_dtype(dtype if dtype is not None else array.dtype)
+        region = self._region(array.shape or (1,), wire, row_stride)
+        raw = _as_bytes(array)
+        if len(raw) > self.max_data:
+            header = pb.PutStreamHeader(rank=rank, window=window, offset=offset, region=region)
+            self._put_stream(header, raw)
+            return
+        self._call(self._stub.Put, pb.PutRequest(rank=rank, window=window, offset=offset, data=raw, region=region))
+
+    def get_array(
+        self,
+        rank: int,
+        offset: int,
+        shape: Union[int, Sequence[int]],
+        dtype: DtypeLike = np.float32,
+        window: str = "data",
+        row_stride: Optional[int] = None,
+    ) -> np.ndarray:
+        """Reads an array of ``shape`` and ``dtype`` at byte ``offset`` of
+        ``rank``'s window (rows ``row_stride`` elements apart)."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        npd = _np_dtype(dtype)
+        region = self._region(shape, _wire_dtype(dtype), row_stride)
+        nbytes = int(np.prod(shape)) * npd.itemsize
+        if nbytes > self.max_data:
+            raw = self._get_stream(pb.GetStreamRequest(rank=rank, window=window, offset=offset, region=region))
+        else:
+            raw = self._call(
+                self._stub.Get, pb.GetRequest(rank=rank, window=window, offset=offset, region=region)
+            ).data
+        return np.frombuffer(raw, dtype=npd.newbyteorder("<")).astype(npd, copy=False).reshape(shape)
+
+    def atomic_add(
+        self,
+        rank: int,
+        offset: int,
+        array: np.ndarray,
+        window: str = "data",
+        row_stride: Optional[int] = None,
+        dtype: Optional[DtypeLike] = None,
+    ) -> None:
+        """``window[offset..] += array`` elementwise, atomic per element."""
+        array = np.asarray(array)
+        wire = _wire_dtype(dtype if dtype is not None else array.dtype)
+        region = self._region(array.shape or (1,), wire, row_stride)
+        raw = _as_bytes(array)
+        if len(raw) > self.max_data:
+            header = pb.PutStreamHeader(rank=rank, window=window, offset=offset, region=region, atomic_add=True)
+            self._put_stream(header, raw)
+            return
+        self._call(
+            self._stub.AtomicAdd,
+            pb.AtomicAddRequest(rank=rank, window=window, offset=offset, dtype=wire, data=raw, region=region),
+        )
+
+    # -- cells and signals --------------------------------------------------
+
+    def fetch_add(self, rank: int, offset: int, value: int, dtype: DtypeLike = "int64", window: str = "data") -> int:
+        """Atomically adds to one int32/int64 cell; returns the previous value."""
+        r = self._call(
+            self._stub.FetchAdd,
+            pb.FetchAddRequest(rank=rank, window=window, offset=offset, dtype=_wire_dtype(dtype), value=value),
+        )
+        return r.previous
+
+    def compare_swap(
+        self, rank: int, offset: int, expected: int, desired: int, dtype: DtypeLike = "int64", window: str = "data"
+    ) -> int:
+        """Swaps one int32/int64 cell holding ``expected`` for ``desired``; returns the previous value."""
+        r = self._call(
+            self._stub.CompareSwap,
+            pb.CompareSwapRequest(
+                rank=rank, window=window, offset=offset, dtype=_wire_dtype(dtype), expected=expected, desired=desired
+            ),
+        )
+        return r.previous
+
+    def notify(self, rank: int, offset: int, value: int, op: str = "set", window: str = "signal") -> None:
+        """Sets (``op="set"``) or adds to (``op="add"``) an int32 signal cell of ``rank``."""
+        if op not in _NOTIFY:
+            raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"notify op {op!r} is neither 'set' nor 'add'")
+        self._call(
+            self._stub.Notify, pb.NotifyRequest(rank=rank, window=window, offset=offset, value=value, op=_NOTIFY[op])
+        )
+
+    def wait(
+        self, offset: int, value: int, cmp: str = "ge", window: str = "signal", timeout: Optional[float] = None
+    ) -> int:
+        """Waits until this rank's int32 cell satisfies ``cell <cmp> value``;
+        returns the value that did. At the timeout (default: the daemon's
+        sync timeout) raises DEADLINE_EXCEEDED naming the cell and the last
+        value seen."""
+        req = pb.WaitRequest(window=window, offset=offset, cmp=self._cmp(cmp), value=value,
+                             timeout_ms=int((timeout or 0) * 1000))
+        return self._call(self._stub.Wait, req).value
+
+    def test(self, offset: int, value: int, cmp: str = "ge", window: str = "signal") -> bool:
+        """Whether this rank's int32 cell satisfies ``cell <cmp> value`` now."""
+        req = pb.TestRequest(window=window, offset=offset, cmp=self._cmp(cmp), value=value)
+        return self._call(self._stub.Test, req).satisfied
+
+    @staticmethod
+    def _cmp(cmp: str) -> int:
+        if cmp.lower() not in _CMPS:
+            raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"comparison {cmp!r} is none of {sorted(_CMPS)}")
+        return _CMPS[cmp.lower()]
+
+    # -- synchronisation ----------------------------------------------------
+
+    def barrier(self, timeout: Optional[float] = None) -> None:
+        """This rank enters a barrier with every rank. At the timeout
+        (default: the daemon's) raises DEADLINE_EXCEEDED with the epoch,
+        round and the ranks not heard from."""
+        self._call(self._stub.Barrier, pb.BarrierRequest(timeout_ms=int((timeout or 0) * 1000)))
+
+    def quiet(self, timeout: Optional[float] = None) -> None:
+        """Waits until every op the daemon's rank issued has completed."""
+        self._call(self._stub.Quiet, pb.QuietRequest(timeout_ms=int((timeout or 0) * 1000)))
+
+    def stats(self) -> dict:
+        """The daemon's counters: ``{(name, kind): value}``."""
+        r = self._call(self._stub.Stats, pb.StatsRequest())
+        return {(c.name, c.kind): c.value for c in r.counters}
+
+    # -- streams ------------------------------------------------------------
+
+    def _put_stream(self, header, raw: bytes) -> None:
+        def messages() -> Iterator:
+            yield pb.PutStreamRequest(header=header)
+            view = memoryview(raw)
+            for at in range(0, len(raw), _STREAM_MESSAGE):
+                yield pb.PutStreamRequest(data=bytes(view[at : at + _STREAM_MESSAGE]))
+
+        self._call(self._stub.PutStream, messages())
+
+    def _get_stream(self, request) -> bytes:
+        try:
+            parts = [m.data for m in self._stub.GetStream(request, metadata=self._metadata)]
+        except grpc.RpcError as e:
+            raise PldError(e.code(), e.details() or "", self.addr) from None
+        return b"".join(parts)

@@ -1,0 +1,98 @@
+"""Real pld daemons for the tests: each fixture starts `pld-daemon`
+processes on free loopback ports, with the gRPC client plane, and waits for
+their ready lines."""
+
+import os
+import queue
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def daemon_bin() -> str:
+    env = os.environ.get("PLD_DAEMON_BIN")
+    if env:
+        return env
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    for profile in ("debug", "release"):
+        p = target / profile / "pld-daemon"
+        if p.exists():
+            return str(p)
+    pytest.fail("no pld-daemon binary: run `cargo build -p pld-server` or set PLD_DAEMON_BIN")
+
+
+def free_ports(n: int) -> list:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Cluster:
+    def __init__(self, n: int, transport: str = "quic", extra=()):
+        ports = free_ports(2 * n)
+        peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
+        self.grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
+        self.procs = []
+        for r in range(n):
+            cmd = [
+                daemon_bin(), "--rank", str(r), "--peers", peers, "--transport", transport,
+                "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB",
+                "--sync-timeout", "20s", *extra,
+            ]
+            self.procs.append(
+                subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            )
+        for r, p in enumerate(self.procs):
+            self._wait_ready(r, p, 30.0)
+
+    def _wait_ready(self, rank, proc, within):
+        lines = queue.Queue()
+
+        def pump():
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f"rank {rank} not ready within {within}s") from None
+            if line is None:
+                raise RuntimeError(f"rank {rank} exited: {proc.wait()}")
+            if " ready on " in line:
+                return
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster2():
+    c = Cluster(2)
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster4():
+    c = Cluster(4, transport="tcp")
+    yield c
+    c.stop()
