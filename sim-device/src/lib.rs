@@ -1,8 +1,40 @@
-//! pld's simulated device: tile- and tensor-level kernels in the PyPTO
-//! `pld` style, run on every rank and lowered to pld operations.
+//! pld's simulated device: kernels written against a Rust API that mirrors
+//! PyPTO's `pl` / `pld` (SPEC §3) run on every rank, and their
+//! communication becomes pld operations over real sockets.
 //!
-//! The device types, tiers, collectives and the tutorial programs arrive
-//! with the device issue; the element types it computes with are shared
-//! from [`pld_proto::dtype`].
+//! - [`Tensor`] is local and rank-private; [`DistributedTensor`] is a typed
+//!   view of a window, the only thing peers reach; [`Tile`] is on chip,
+//!   2-D, 32-byte aligned and counted against the [`Profile`]'s capacity.
+//! - System tier: [`Device::world_size`], [`Device::get_comm_ctx`],
+//!   [`rank`], [`nranks`], [`Device::notify`], [`Device::wait`],
+//!   [`Device::test`].
+//! - Tile tier: [`Device::remote_load`], [`Device::tile_remote_store`] —
+//!   one message each.
+//! - Tensor tier: [`Device::tensor_remote_store`] (one put message), the
+//!   short [`Device::remote_store`], [`Device::put`] / [`Device::get`]
+//!   (chunked and pipelined), [`Device::barrier`], symmetric window
+//!   allocation ([`Device::alloc`]).
+//! - Collectives built on them: [`Device::allreduce`] (mesh and ring),
+//!   [`Device::broadcast`], [`Device::allgather`],
+//!   [`Device::reduce_scatter`], [`Device::all_to_all`],
+//!   [`Device::all_to_all_v`].
+//!
+//! A device runs on any [`Rma`]: an embedded `pld_server::Rank` or a
+//! `pld_client::Client` of a daemon. [`launch`] runs a program on every
+//! rank, as the examples (`cargo run -p pld-sim --example 05_remote_load_store
+//! -- -p a2a3sim -d 0,1 --mode store`) do.
 
-pub use pld_proto::{Dtype, Element};
+mod collective;
+mod device;
+mod error;
+pub mod launch;
+mod scalar;
+mod tensor;
+
+pub use collective::Algo;
+pub use device::{Atomic, CommCtx, Device, Dst, Operand, PutOpts, Src, nranks, rank};
+pub use error::{Error, Result};
+pub use half::{bf16, f16};
+pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, Rma};
+pub use scalar::{ReduceOp, Scalar};
+pub use tensor::{DistributedTensor, Profile, Shape2, Tensor, Tile};

@@ -1,0 +1,458 @@
+//! The three kinds of data a kernel names: [`Tensor`] (local global memory,
+//! no peer can reach it), [`DistributedTensor`] (a typed view of a window,
+//! the only thing peers reach) and [`Tile`] (on-chip, bounded by the
+//! device's capacity, 32-byte aligned). They are different types: passing
+//! a Tensor where a DistributedTensor is required does not compile.
+
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `[rows, cols]`, in elements.
+pub type Shape2 = [u64; 2];
+
+/// A rank-private 2-D tensor in the rank's global memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor<T> {
+    pub(crate) name: String,
+    pub(crate) shape: Shape2,
+    pub(crate) data: Vec<T>,
+}
+
+impl<T: Scalar> Tensor<T> {
+    /// A tensor of `shape` holding `data` (row-major).
+    pub fn new(name: &str, shape: Shape2, data: Vec<T>) -> Result<Tensor<T>> {
+        if data.len() as u64 != shape[0] * shape[1] {
+            return Err(Error::Usage(format!(
+                "tensor '{name}' of shape {shape:?} needs {} elements, got {}",
+                shape[0] * shape[1],
+                data.len()
+            )));
+        }
+        Ok(Tensor {
+            name: name.into(),
+            shape,
+            data,
+        })
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(name: &str, shape: Shape2) -> Tensor<T> {
+        Tensor {
+            name: name.into(),
+            shape,
+            data: vec![T::default(); (shape[0] * shape[1]) as usize],
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn shape(&self) -> Shape2 {
+        self.shape
+    }
+    pub fn data(&self) -> &[T] {
+        &self.data
+    }
+    pub fn data_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+    /// The element at `[row, col]`.
+    pub fn at(&self, row: u64, col: u64) -> T {
+        self.data[(row * self.shape[1] + col) as usize]
+    }
+
+    /// The sub-tensor `[r0..r0+rows, c0..c0+cols]` (a copy, like `x[a:b, c:d]`).
+    pub fn slice(&self, offsets: Shape2, shape: Shape2) -> Result<Tensor<T>> {
+        check_region("slice", &self.name, self.shape, offsets, shape)?;
+        let mut data = Vec::with_capacity((shape[0] * shape[1]) as usize);
+        for r in 0..shape[0] {
+            let start = ((offsets[0] + r) * self.shape[1] + offsets[1]) as usize;
+            data.extend_from_slice(&self.data[start..start + shape[1] as usize]);
+        }
+        Ok(Tensor {
+            name: format!("{}[slice]", self.name),
+            shape,
+            data,
+        })
+    }
+
+    /// Elementwise `self * k` (`pl.mul(x, k)`).
+    pub fn mul_scalar(&self, k: f64) -> Tensor<T> {
+        self.map(|v| T::from_f64(v.to_f64() * k))
+    }
+
+    /// Elementwise `self + other`.
+    pub fn add(&self, other: &Tensor<T>) -> Result<Tensor<T>> {
+        same_shape("add", self.shape, other.shape)?;
+        Ok(self.zip(other, |a, b| a.add(b)))
+    }
+
+    /// Elementwise `self * other`.
+    pub fn mul(&self, other: &Tensor<T>) -> Result<Tensor<T>> {
+        same_shape("mul", self.shape, other.shape)?;
+        Ok(self.zip(other, |a, b| a.mul(b)))
+    }
+
+    /// The tensor converted to another dtype (`pl.cast`).
+    pub fn cast<U: Scalar>(&self) -> Tensor<U> {
+        Tensor {
+            name: self.name.clone(),
+            shape: self.shape,
+            data: self.data.iter().map(|v| U::from_f64(v.to_f64())).collect(),
+        }
+    }
+
+    fn map(&self, f: impl Fn(T) -> T) -> Tensor<T> {
+        Tensor {
+            name: self.name.clone(),
+            shape: self.shape,
+            data: self.data.iter().map(|v| f(*v)).collect(),
+        }
+    }
+
+    fn zip(&self, other: &Tensor<T>, f: impl Fn(T, T) -> T) -> Tensor<T> {
+        Tensor {
+            name: self.name.clone(),
+            shape: self.shape,
+            data: self
+                .data
+                .iter()
+                .zip(&other.data)
+                .map(|(a, b)| f(*a, *b))
+                .collect(),
+        }
+    }
+}
+
+/// A typed 2-D view of a window: the same name, offset and shape on every
+/// rank (allocated symmetrically by [`crate::Device::alloc`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistributedTensor<T> {
+    pub(crate) name: String,
+    pub(crate) window: String,
+    /// Byte offset of element `[0, 0]` in the window.
+    pub(crate) base: u64,
+    pub(crate) shape: Shape2,
+    pub(crate) _t: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Scalar> DistributedTensor<T> {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn window(&self) -> &str {
+        &self.window
+    }
+    pub fn shape(&self) -> Shape2 {
+        self.shape
+    }
+    /// Byte offset of element `[0, 0]` in the window.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+    /// The element offset (from the window's start, in elements) of `[row, col]`.
+    pub(crate) fn elem_offset(&self, at: Shape2) -> u64 {
+        self.base / T::DTYPE.size() as u64 + at[0] * self.shape[1] + at[1]
+    }
+    /// The byte offset of `[row, col]` in the window.
+    pub(crate) fn byte_offset(&self, at: Shape2) -> u64 {
+        self.elem_offset(at) * T::DTYPE.size() as u64
+    }
+    /// Rows `first..first+rows` as a view of their own.
+    pub fn rows(&self, first: u64, rows: u64) -> Result<DistributedTensor<T>> {
+        check_region(
+            "rows",
+            &self.name,
+            self.shape,
+            [first, 0],
+            [rows, self.shape[1]],
+        )?;
+        Ok(DistributedTensor {
+            name: format!("{}[{first}..{}]", self.name, first + rows),
+            window: self.window.clone(),
+            base: self.byte_offset([first, 0]),
+            shape: [rows, self.shape[1]],
+            _t: std::marker::PhantomData,
+        })
+    }
+}
+
+/// The on-chip memory of one simulated device: what its live tiles hold.
+#[derive(Debug)]
+pub(crate) struct OnChip {
+    pub(crate) profile: Profile,
+    pub(crate) used: AtomicU64,
+}
+
+/// A device profile: how much on-chip memory tiles may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Ascend a2/a3 simulator: 184 KiB usable on chip.
+    A2a3sim,
+    /// Ascend a5 simulator: 240 KiB usable on chip.
+    A5sim,
+}
+
+impl Profile {
+    pub fn parse(s: &str) -> Option<Profile> {
+        match s {
+            "a2a3sim" => Some(Profile::A2a3sim),
+            "a5sim" => Some(Profile::A5sim),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::A2a3sim => "a2a3sim",
+            Profile::A5sim => "a5sim",
+        }
+    }
+    /// Usable on-chip bytes.
+    pub fn capacity(self) -> u64 {
+        match self {
+            Profile::A2a3sim => 184 << 10,
+            Profile::A5sim => 240 << 10,
+        }
+    }
+}
+
+/// Data on chip: 2-D, rows 32-byte aligned, counted against the device's
+/// capacity until dropped. `valid` is the part that holds data (the rest
+/// is padding, zero).
+#[derive(Debug)]
+pub struct Tile<T> {
+    pub(crate) shape: Shape2,
+    pub(crate) valid: Shape2,
+    pub(crate) data: Vec<T>,
+    chip: Arc<OnChip>,
+    bytes: u64,
+}
+
+impl<T> Drop for Tile<T> {
+    fn drop(&mut self) {
+        self.chip.used.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+impl<T: Scalar> Tile<T> {
+    /// Reserves on-chip memory for a `shape` tile of zeros.
+    pub(crate) fn alloc(chip: &Arc<OnChip>, shape: Shape2, valid: Shape2) -> Result<Tile<T>> {
+        let size = T::DTYPE.size() as u64;
+        let row_bytes = shape[1] * size;
+        if shape[0] == 0 || shape[1] == 0 || row_bytes % 32 != 0 {
+            return Err(Error::MisalignedTile {
+                rows: shape[0],
+                cols: shape[1],
+                dtype: T::DTYPE,
+                row_bytes,
+                multiple: 32 / size,
+            });
+        }
+        if valid[0] > shape[0] || valid[1] > shape[1] {
+            return Err(Error::Usage(format!(
+                "valid_shape {valid:?} is larger than the tile's shape {shape:?}"
+            )));
+        }
+        let bytes = shape[0] * row_bytes;
+        let capacity = chip.profile.capacity();
+        let mut used = chip.used.load(Ordering::Relaxed);
+        loop {
+            if used + bytes > capacity {
+                return Err(Error::TileOverCapacity {
+                    rows: shape[0],
+                    cols: shape[1],
+                    dtype: T::DTYPE,
+                    bytes,
+                    free: capacity.saturating_sub(used),
+                    capacity,
+                    profile: chip.profile.name(),
+                });
+            }
+            match chip.used.compare_exchange_weak(
+                used,
+                used + bytes,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => used = now,
+            }
+        }
+        Ok(Tile {
+            shape,
+            valid,
+            data: vec![T::default(); (shape[0] * shape[1]) as usize],
+            chip: chip.clone(),
+            bytes,
+        })
+    }
+
+    pub fn shape(&self) -> Shape2 {
+        self.shape
+    }
+    pub fn valid_shape(&self) -> Shape2 {
+        self.valid
+    }
+    pub fn data(&self) -> &[T] {
+        &self.data
+    }
+    /// The valid part, row-major.
+    pub fn valid_data(&self) -> Vec<T> {
+        let mut out = Vec::with_capacity((self.valid[0] * self.valid[1]) as usize);
+        for r in 0..self.valid[0] {
+            let s = (r * self.shape[1]) as usize;
+            out.extend_from_slice(&self.data[s..s + self.valid[1] as usize]);
+        }
+        out
+    }
+
+    fn derive(&self, data: Vec<T>) -> Result<Tile<T>> {
+        let mut t = Tile::alloc(&self.chip, self.shape, self.valid)?;
+        t.data = data;
+        Ok(t)
+    }
+
+    /// Elementwise `self + other` into a new tile.
+    pub fn add(&self, other: &Tile<T>) -> Result<Tile<T>> {
+        same_shape("add", self.shape, other.shape)?;
+        let data = self
+            .data
+            .iter()
+            .zip(&other.data)
+            .map(|(a, b)| a.add(*b))
+            .collect();
+        self.derive(data)
+    }
+
+    /// Elementwise `self * other` into a new tile.
+    pub fn mul(&self, other: &Tile<T>) -> Result<Tile<T>> {
+        same_shape("mul", self.shape, other.shape)?;
+        let data = self
+            .data
+            .iter()
+            .zip(&other.data)
+            .map(|(a, b)| a.mul(*b))
+            .collect();
+        self.derive(data)
+    }
+
+    /// Elementwise `self * k` into a new tile.
+    pub fn mul_scalar(&self, k: f64) -> Result<Tile<T>> {
+        let data = self
+            .data
+            .iter()
+            .map(|v| T::from_f64(v.to_f64() * k))
+            .collect();
+        self.derive(data)
+    }
+
+    /// Elementwise `self + k` into a new tile.
+    pub fn add_scalar(&self, k: f64) -> Result<Tile<T>> {
+        let data = self
+            .data
+            .iter()
+            .map(|v| T::from_f64(v.to_f64() + k))
+            .collect();
+        self.derive(data)
+    }
+
+    /// The tile converted to another dtype (`pl.cast`); the new tile must be
+    /// aligned and fit on chip too.
+    pub fn cast<U: Scalar>(&self) -> Result<Tile<U>> {
+        let mut t = Tile::<U>::alloc(&self.chip, self.shape, self.valid)?;
+        t.data = self.data.iter().map(|v| U::from_f64(v.to_f64())).collect();
+        Ok(t)
+    }
+}
+
+pub(crate) fn same_shape(call: &'static str, a: Shape2, b: Shape2) -> Result<()> {
+    if a == b {
+        return Ok(());
+    }
+    Err(Error::ShapeMismatch {
+        call,
+        a_rows: a[0],
+        a_cols: a[1],
+        b_rows: b[0],
+        b_cols: b[1],
+    })
+}
+
+/// Checks that `[offsets, offsets + shape)` lies inside `bounds`.
+pub(crate) fn check_region(
+    call: &'static str,
+    name: &str,
+    bounds: Shape2,
+    offsets: Shape2,
+    shape: Shape2,
+) -> Result<()> {
+    let fits = |i: usize| {
+        offsets[i]
+            .checked_add(shape[i])
+            .is_some_and(|end| end <= bounds[i])
+    };
+    if fits(0) && fits(1) {
+        return Ok(());
+    }
+    Err(Error::OutOfBounds {
+        call,
+        name: name.into(),
+        row: offsets[0],
+        col: offsets[1],
+        rows: shape[0],
+        cols: shape[1],
+        shape_rows: bounds[0],
+        shape_cols: bounds[1],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chip(profile: Profile) -> Arc<OnChip> {
+        Arc::new(OnChip {
+            profile,
+            used: AtomicU64::new(0),
+        })
+    }
+
+    #[test]
+    fn tiles_count_against_capacity_until_dropped() {
+        let c = chip(Profile::A2a3sim);
+        // 184 KiB = 23 tiles of 8 KiB.
+        let tiles: Vec<Tile<f32>> = (0..23)
+            .map(|_| Tile::alloc(&c, [8, 256], [8, 256]).unwrap())
+            .collect();
+        let e = Tile::<f32>::alloc(&c, [8, 256], [8, 256]).unwrap_err();
+        assert!(matches!(e, Error::TileOverCapacity { free: 0, .. }), "{e}");
+        drop(tiles);
+        assert_eq!(c.used.load(Ordering::Relaxed), 0);
+        // a5 has room for more.
+        let c5 = chip(Profile::A5sim);
+        let _t: Vec<Tile<f32>> = (0..30)
+            .map(|_| Tile::alloc(&c5, [8, 256], [8, 256]).unwrap())
+            .collect();
+    }
+
+    #[test]
+    fn tile_rows_must_be_32_byte_aligned() {
+        let c = chip(Profile::A5sim);
+        let e = Tile::<f32>::alloc(&c, [1, 10], [1, 10]).unwrap_err();
+        assert!(e.to_string().contains("multiple of 8"), "{e}");
+        assert!(Tile::<f16>::alloc(&c, [1, 16], [1, 10]).is_ok());
+    }
+
+    use half::f16;
+
+    #[test]
+    fn slices_and_regions_are_bounds_checked() {
+        let t = Tensor::new("x", [2, 3], vec![1i32, 2, 3, 4, 5, 6]).unwrap();
+        assert_eq!(t.slice([1, 1], [1, 2]).unwrap().data(), &[5, 6]);
+        let e = t.slice([1, 1], [2, 2]).unwrap_err();
+        assert!(e.to_string().contains("does not fit in 'x'"), "{e}");
+        assert_eq!(t.mul_scalar(2.0).data(), &[2, 4, 6, 8, 10, 12]);
+    }
+}
