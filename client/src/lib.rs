@@ -19,6 +19,7 @@
 //! which names the rank, window and offset involved.
 
 mod client;
+mod collective;
 mod error;
 mod rma;
 mod stream;
@@ -26,6 +27,7 @@ mod stream;
 pub use client::{Client, ClientOptions, WindowId};
 pub use error::{Error, Result, code_name};
 pub use pld_proto as proto;
+pub use pld_proto::collective::Algo;
 pub use pld_proto::region::{Chunking, Layout, Shape, Transfer};
-pub use pld_proto::{Cmp, Dtype, NotifyOp, Rma};
+pub use pld_proto::{Cmp, Dtype, NotifyOp, ReduceOp, Rma, Scalar};
 pub use tonic::Code;

@@ -17,11 +17,13 @@
 //! state machine can be driven deterministically by tests.
 
 pub mod barrier;
+pub mod collective;
 pub mod dtype;
 pub mod frame;
 pub mod handshake;
 pub mod region;
 pub mod rma;
+pub mod scalar;
 pub mod signal;
 pub mod track;
 pub mod units;
@@ -40,6 +42,7 @@ pub mod v1 {
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
 pub use rma::Rma;
+pub use scalar::{ReduceOp, Scalar};
 pub use track::{OpKind, PeerOps};
 pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
 

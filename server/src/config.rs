@@ -109,8 +109,9 @@ impl FromStr for WindowConfig {
     }
 }
 
-/// The windows a daemon has unless told otherwise: `data` (64 MiB) and
-/// `signal` (64 KiB).
+/// The windows a daemon has unless told otherwise: `data` (64 MiB),
+/// `signal` (64 KiB) and `collective` (16 MiB, the gRPC collectives'
+/// scratch).
 pub fn default_windows() -> Vec<WindowConfig> {
     vec![
         WindowConfig {
@@ -120,6 +121,11 @@ pub fn default_windows() -> Vec<WindowConfig> {
         WindowConfig {
             name: "signal".into(),
             size: 64 << 10,
+        },
+        // The scratch of the gRPC collectives (AllReduce, ...).
+        WindowConfig {
+            name: "collective".into(),
+            size: 16 << 20,
         },
     ]
 }

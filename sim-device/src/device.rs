@@ -11,10 +11,10 @@
 //! leaves it.
 
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
 use crate::tensor::{
     DistributedTensor, OnChip, Profile, Shape2, Tensor, Tile, check_region, same_shape,
 };
+use pld_proto::Scalar;
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_proto::region::{Chunking, Layout, Shape, Transfer};
 use pld_proto::{Cmp, Dtype, NotifyOp, Rma};

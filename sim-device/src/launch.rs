@@ -6,10 +6,10 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
 use crate::tensor::{Profile, Shape2, Tensor};
 use clap::Parser;
 use pld_proto::Rma;
+use pld_proto::Scalar;
 use pld_server::{Config, Rank, TransportKind, WindowConfig};
 use std::future::Future;
 use std::sync::Arc;

@@ -28,13 +28,12 @@ mod collective;
 mod device;
 mod error;
 pub mod launch;
-mod scalar;
 mod tensor;
 
-pub use collective::Algo;
 pub use device::{Atomic, CommCtx, Device, Dst, Operand, PutOpts, Src, nranks, rank};
 pub use error::{Error, Result};
 pub use half::{bf16, f16};
+pub use pld_proto::collective::Algo;
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, Rma};
-pub use scalar::{ReduceOp, Scalar};
+pub use pld_proto::{ReduceOp, Scalar};
 pub use tensor::{DistributedTensor, Profile, Shape2, Tensor, Tile};

@@ -5,7 +5,7 @@
 //! a Tensor where a DistributedTensor is required does not compile.
 
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use pld_proto::Scalar;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -48,6 +48,8 @@ _CMPS = {
     "le": types.CMP_LE,
 }
 _NOTIFY = {"set": types.NOTIFY_OP_SET, "add": types.NOTIFY_OP_ATOMIC_ADD}
+_REDUCE = {"sum": pb.REDUCE_OP_SUM, "max": pb.REDUCE_OP_MAX, "min": pb.REDUCE_OP_MIN, "prod": pb.REDUCE_OP_PROD}
+_ALGOS = {"ring": pb.ALGO_RING, "mesh": pb.ALGO_MESH}
 
 #: Data bytes per streamed message.
 _STREAM_MESSAGE = 1 << 20
@@ -83,6 +85,12 @@ def _wire_dtype(dtype: DtypeLike) -> int:
             grpc.StatusCode.INVALID_ARGUMENT,
             f"dtype {dtype!r} is not one pld knows: use fp32 fp16 bf16 int32 int16 int8 int64 fp64",
         ) from None
+
+
+def _reduce_op(op: str) -> int:
+    if op not in _REDUCE:
+        raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"reduce op {op!r} is not one of sum, max, min, prod")
+    return _REDUCE[op]
 
 
 def _np_dtype(dtype: DtypeLike) -> np.dtype:
@@ -340,6 +348,46 @@ class Client:
         """The daemon's counters: ``{(name, kind): value}``."""
         r = self._call(self._stub.Stats, pb.StatsRequest())
         return {(c.name, c.kind): c.value for c in r.counters}
+
+    # -- collectives --------------------------------------------------------
+    #
+    # Every rank's program makes the same call, in the same order, through
+    # its own daemon (as in MPI); the daemons run it among themselves.
+
+    def _collective(self, method, request_type, array, dtype, **fields) -> np.ndarray:
+        array = np.asarray(array)
+        wire = _wire_dtype(dtype if dtype is not None else array.dtype)
+        npd = _np_dtype(dtype if dtype is not None else array.dtype)
+        r = self._call(method, request_type(dtype=wire, data=_as_bytes(array.astype(npd, copy=False)), **fields))
+        return np.frombuffer(r.data, dtype=npd.newbyteorder("<")).astype(npd, copy=False)
+
+    def all_reduce(self, array, op: str = "sum", algo: str = "ring", dtype: Optional[DtypeLike] = None) -> np.ndarray:
+        """Every rank ends with the elementwise ``op`` (sum, max, min, prod)
+        of every rank's array; ``algo`` is "ring" or "mesh"."""
+        return self._collective(
+            self._stub.AllReduce, pb.AllReduceRequest, array, dtype, op=_reduce_op(op), algo=_ALGOS[algo]
+        ).reshape(np.shape(array))
+
+    def broadcast(self, array, root: int = 0, dtype: Optional[DtypeLike] = None) -> np.ndarray:
+        """Every rank ends with ``root``'s array (the others give the shape)."""
+        return self._collective(self._stub.Broadcast, pb.BroadcastRequest, array, dtype, root=root).reshape(
+            np.shape(array)
+        )
+
+    def all_gather(self, array, dtype: Optional[DtypeLike] = None) -> np.ndarray:
+        """Every rank ends with every rank's array, stacked by rank."""
+        out = self._collective(self._stub.AllGather, pb.AllGatherRequest, array, dtype)
+        return out.reshape((self.nranks,) + np.shape(array))
+
+    def reduce_scatter(self, array, op: str = "sum", dtype: Optional[DtypeLike] = None) -> np.ndarray:
+        """The array is nranks equal blocks; rank r ends with block r of the
+        elementwise ``op`` of every rank's array."""
+        return self._collective(self._stub.ReduceScatter, pb.ReduceScatterRequest, array, dtype, op=_reduce_op(op))
+
+    def all_to_all(self, array, dtype: Optional[DtypeLike] = None) -> np.ndarray:
+        """The array is nranks equal blocks; block j goes to rank j, and each
+        rank ends with the blocks it was sent, by sender."""
+        return self._collective(self._stub.AllToAll, pb.AllToAllRequest, array, dtype)
 
     # -- streams ------------------------------------------------------------
 

@@ -48,7 +48,7 @@ class Cluster:
         for r in range(n):
             cmd = [
                 daemon_bin(), "--rank", str(r), "--peers", peers, "--transport", transport,
-                "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB",
+                "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB", "--window", "collective=4MiB",
                 "--sync-timeout", "20s", *extra,
             ]
             self.procs.append(

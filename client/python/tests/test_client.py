@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ring_shift.py"
 def test_info_names_rank_windows_and_readiness(cluster2):
     with Client(cluster2.grpc[1]) as c:
         assert (c.rank, c.nranks) == (1, 2)
-        assert c.windows == {"data": 32 << 20, "signal": 64 << 10}
+        assert c.windows == {"data": 32 << 20, "signal": 64 << 10, "collective": 4 << 20}
         assert c.info.ready and c.info.transport == "quic"
 
 
@@ -153,3 +153,38 @@ def test_a_token_is_required_when_set():
             assert c.get(1, 0, 2) == b"ok"
     finally:
         cl.stop()
+
+
+def test_collectives_run_across_the_daemons(cluster4):
+    clients = [Client(a) for a in cluster4.grpc]
+    xs = [np.arange(8, dtype=np.float32) + 10 * r for r in range(4)]
+    results = [None] * 4
+
+    def body(r):
+        c = clients[r]
+        results[r] = (
+            c.all_reduce(xs[r]),
+            c.all_reduce(xs[r], op="max", algo="mesh"),
+            c.broadcast(xs[r], root=3),
+            c.all_gather(xs[r]),
+            c.reduce_scatter(xs[r], op="sum"),
+            c.all_to_all(xs[r]),
+        )
+
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    total = sum(xs)
+    for r in range(4):
+        s, m, b, g, rs, a2a = results[r]
+        assert np.array_equal(s, total)
+        assert np.array_equal(m, xs[3])
+        assert np.array_equal(b, xs[3])
+        assert np.array_equal(g, np.stack(xs))
+        assert np.array_equal(rs, total[2 * r : 2 * r + 2])
+        assert np.array_equal(a2a, np.concatenate([x[2 * r : 2 * r + 2] for x in xs]))
+    with pytest.raises(PldError) as e:
+        clients[0].all_reduce(xs[0], op="mean")
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT

@@ -47,6 +47,14 @@ pub enum Error {
     /// A task of the daemon failed; a bug, not the client's fault.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The daemons have no `collective` window for the collectives' scratch.
+    #[error(
+        "{call}: the daemons have no window 'collective' for the collectives' scratch; start every daemon with --window collective=SIZE (the default windows include 16 MiB)"
+    )]
+    NoCollectiveWindow { call: &'static str },
+    /// A collective needs more scratch than the `collective` window has.
+    #[error("{0}; start the daemons with a larger --window collective=SIZE")]
+    ScratchTooSmall(String),
     /// No or a wrong bearer token.
     #[error(
         "{0}; send the daemon's client token as `authorization: Bearer <token>` metadata (pld-daemon --client-token)"
@@ -124,6 +132,19 @@ impl Error {
             Error::ClientStream { status, .. } => status.code(),
             Error::Unauthenticated(_) => Code::Unauthenticated,
             Error::Internal(_) => Code::Internal,
+            Error::NoCollectiveWindow { .. } => Code::FailedPrecondition,
+            Error::ScratchTooSmall(_) => Code::ResourceExhausted,
+        }
+    }
+}
+
+impl From<pld_proto::collective::Error<RankError>> for Error {
+    fn from(e: pld_proto::collective::Error<RankError>) -> Error {
+        use pld_proto::collective::Error as C;
+        match e {
+            C::Rma(e) => Error::Rank(e),
+            C::Invalid { call, reason } => Error::InvalidArgument { call, reason },
+            e @ C::ScratchTooSmall { .. } => Error::ScratchTooSmall(e.to_string()),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! without one the port must be a loopback address.
 
 mod auth;
+mod collective;
 pub mod error;
 mod metrics;
 mod service;
@@ -81,6 +82,8 @@ pub(crate) struct Shared {
     pub(crate) rank: OnceLock<Arc<Rank>>,
     pub(crate) max_data: usize,
     pub(crate) metrics: Arc<GrpcMetrics>,
+    /// One collective at a time: they share the scratch window.
+    pub(crate) collective: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -121,6 +124,7 @@ impl GrpcServer {
             rank: OnceLock::new(),
             max_data: opts.max_message_data,
             metrics: Arc::new(GrpcMetrics::default()),
+            collective: tokio::sync::Mutex::new(()),
         });
         let (health, health_service) = tonic_health::server::health_reporter();
         health

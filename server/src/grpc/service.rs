@@ -1,16 +1,18 @@
 //! The `pld.v1.Pld` service: each call resolves its window, checks its
 //! fields and runs the op on the daemon's rank.
 
+use super::collective::{self, Kind};
 use super::{Error, Shared, stream};
 use crate::rank::{Rank, WindowId};
 use pld_proto::region::{Chunking, Layout, Shape, Transfer};
 use pld_proto::v1::pld_server::Pld;
 use pld_proto::v1::{
-    AtomicAddRequest, AtomicAddResponse, BarrierRequest, BarrierResponse, CompareSwapRequest,
+    AllGatherRequest, AllReduceRequest, AllToAllRequest, AtomicAddRequest, AtomicAddResponse,
+    BarrierRequest, BarrierResponse, BroadcastRequest, CollectiveResponse, CompareSwapRequest,
     Counter, FetchAddRequest, GetRequest, GetResponse, GetStreamRequest, InfoRequest, InfoResponse,
     NotifyRequest, NotifyResponse, PutRequest, PutResponse, PutStreamRequest, QuietRequest,
-    QuietResponse, Region, StatsRequest, StatsResponse, TestRequest, TestResponse, ValueResponse,
-    WaitRequest, WaitResponse, WindowSpec,
+    QuietResponse, ReduceScatterRequest, Region, StatsRequest, StatsResponse, TestRequest,
+    TestResponse, ValueResponse, WaitRequest, WaitResponse, WindowSpec,
 };
 use pld_proto::{Cmp, Dtype, NotifyOp};
 use std::future::Future;
@@ -524,6 +526,67 @@ impl Pld for Service {
                 rank: rank.rank(),
                 counters,
             })
+        })
+        .await
+    }
+
+    async fn all_reduce(
+        &self,
+        req: Request<AllReduceRequest>,
+    ) -> Result<Response<CollectiveResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("AllReduce", async {
+            let kind = Kind::AllReduce(
+                collective::reduce_op("AllReduce", r.op)?,
+                collective::algo("AllReduce", r.algo)?,
+            );
+            collective::run(&self.shared, "AllReduce", r.dtype, &r.data, kind).await
+        })
+        .await
+    }
+
+    async fn broadcast(
+        &self,
+        req: Request<BroadcastRequest>,
+    ) -> Result<Response<CollectiveResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Broadcast", async {
+            let kind = Kind::Broadcast(r.root);
+            collective::run(&self.shared, "Broadcast", r.dtype, &r.data, kind).await
+        })
+        .await
+    }
+
+    async fn all_gather(
+        &self,
+        req: Request<AllGatherRequest>,
+    ) -> Result<Response<CollectiveResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("AllGather", async {
+            collective::run(&self.shared, "AllGather", r.dtype, &r.data, Kind::AllGather).await
+        })
+        .await
+    }
+
+    async fn reduce_scatter(
+        &self,
+        req: Request<ReduceScatterRequest>,
+    ) -> Result<Response<CollectiveResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("ReduceScatter", async {
+            let kind = Kind::ReduceScatter(collective::reduce_op("ReduceScatter", r.op)?);
+            collective::run(&self.shared, "ReduceScatter", r.dtype, &r.data, kind).await
+        })
+        .await
+    }
+
+    async fn all_to_all(
+        &self,
+        req: Request<AllToAllRequest>,
+    ) -> Result<Response<CollectiveResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("AllToAll", async {
+            collective::run(&self.shared, "AllToAll", r.dtype, &r.data, Kind::AllToAll).await
         })
         .await
     }

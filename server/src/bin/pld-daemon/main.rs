@@ -58,7 +58,8 @@ struct RunArgs {
     #[arg(long, env = "PLD_TRANSPORT", default_value = "quic")]
     transport: TransportKind,
     /// A window NAME=SIZE (KiB/MiB/GiB suffixes); repeat for several, or
-    /// comma-separate in the variable [default: data=64MiB, signal=64KiB].
+    /// comma-separate in the variable [default: data=64MiB, signal=64KiB,
+    /// collective=16MiB (the scratch of the gRPC collectives)].
     #[arg(long = "window", env = "PLD_WINDOWS", value_delimiter = ',')]
     windows: Vec<WindowConfig>,
     /// Cluster identity: ranks with different ids refuse each other.

@@ -1,7 +1,7 @@
 //! Arithmetic on the element types a kernel computes with.
 
+use crate::Element;
 use half::{bf16, f16};
-use pld_proto::Element;
 
 /// An element type kernels compute with: every pld dtype.
 ///

@@ -1,0 +1,337 @@
+//! Collectives built on the one-sided primitives, for any [`Rma`]: puts
+//! into a symmetric scratch area of a window, barriers that order them,
+//! and local reads and reductions. The simulated device and the daemon's
+//! gRPC service both run these.
+//!
+//! Every rank must call the same collectives in the same order (as in
+//! MPI), with the same scratch; each collective ends with a barrier, so the
+//! scratch can be reused by the next one.
+
+use crate::dtype::{from_bytes, to_bytes};
+use crate::{ReduceOp, Rma, Scalar};
+
+/// How allreduce moves data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algo {
+    /// Every rank puts its whole vector to every rank, which reduces all
+    /// of them: one round, P − 1 puts of N per rank.
+    Mesh,
+    /// Reduce-scatter then allgather around the ring: 2(P − 1) rounds of
+    /// N / P per rank — bandwidth-optimal.
+    #[default]
+    Ring,
+}
+
+impl Algo {
+    pub fn parse(s: &str) -> Option<Algo> {
+        match s {
+            "mesh" => Some(Algo::Mesh),
+            "ring" => Some(Algo::Ring),
+            _ => None,
+        }
+    }
+}
+
+/// The symmetric scratch area a collective may use: the same window,
+/// offset and size on every rank.
+#[derive(Debug, Clone, Copy)]
+pub struct Scratch<W> {
+    pub window: W,
+    /// Byte offset in the window.
+    pub base: u64,
+    pub bytes: u64,
+}
+
+/// Why a collective failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error<E: std::error::Error + 'static> {
+    /// An op of the rank failed.
+    #[error(transparent)]
+    Rma(E),
+    /// The arguments do not fit the collective.
+    #[error("{call}: {reason}")]
+    Invalid { call: &'static str, reason: String },
+    /// The scratch area is too small for this call.
+    #[error(
+        "{call} needs {needed} bytes of scratch, but the collective scratch has {have}; make it larger"
+    )]
+    ScratchTooSmall {
+        call: &'static str,
+        needed: u64,
+        have: u64,
+    },
+}
+
+type Res<T, R> = Result<T, Error<<R as Rma>::Error>>;
+
+/// The bounds of chunk `c` of `n` elements split into `p` chunks.
+fn chunk(n: usize, p: usize, c: usize) -> std::ops::Range<usize> {
+    (c * n / p)..((c + 1) * n / p)
+}
+
+fn need<R: Rma, T: Scalar>(s: &Scratch<R::Window>, call: &'static str, elems: usize) -> Res<(), R> {
+    let needed = (elems * T::DTYPE.size()) as u64;
+    if needed > s.bytes {
+        return Err(Error::ScratchTooSmall {
+            call,
+            needed,
+            have: s.bytes,
+        });
+    }
+    Ok(())
+}
+
+async fn put<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    peer: u32,
+    at: usize,
+    data: &[T],
+) -> Res<(), R> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let off = s.base + (at * T::DTYPE.size()) as u64;
+    r.put(peer, s.window, off, &to_bytes(data))
+        .await
+        .map_err(Error::Rma)
+}
+
+async fn read<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    at: usize,
+    len: usize,
+) -> Res<Vec<T>, R> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let size = T::DTYPE.size();
+    let bytes = r
+        .get(
+            r.rank(),
+            s.window,
+            s.base + (at * size) as u64,
+            (len * size) as u64,
+        )
+        .await
+        .map_err(Error::Rma)?;
+    Ok(from_bytes(&bytes))
+}
+
+async fn sync<R: Rma>(r: &R) -> Res<(), R> {
+    r.barrier().await.map_err(Error::Rma)
+}
+
+/// Every rank ends with the elementwise `op` of every rank's `x`.
+pub async fn allreduce<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    op: ReduceOp,
+    algo: Algo,
+) -> Res<Vec<T>, R> {
+    match algo {
+        Algo::Mesh => allreduce_mesh(r, s, x, op).await,
+        Algo::Ring => allreduce_ring(r, s, x, op).await,
+    }
+}
+
+async fn allreduce_mesh<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    op: ReduceOp,
+) -> Res<Vec<T>, R> {
+    let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
+    need::<R, T>(s, "allreduce (mesh)", p * n)?;
+    for j in 0..p {
+        put(r, s, j as u32, me * n, x).await?;
+    }
+    sync(r).await?;
+    let all: Vec<T> = read(r, s, 0, p * n).await?;
+    sync(r).await?;
+    Ok((0..n)
+        .map(|i| (1..p).fold(all[i], |a, k| op.apply(a, all[k * n + i])))
+        .collect())
+}
+
+async fn allreduce_ring<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    op: ReduceOp,
+) -> Res<Vec<T>, R> {
+    let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
+    need::<R, T>(s, "allreduce (ring)", n)?;
+    let next = ((me + 1) % p) as u32;
+    let mut acc = x.to_vec();
+    // Reduce-scatter: after P − 1 steps rank r holds the full reduction of
+    // chunk (r + 1) mod P. Each step writes a different chunk of the
+    // next rank's scratch than the one it reads, and a barrier separates
+    // a write from the read of the same chunk.
+    for k in 0..p - 1 {
+        let send = chunk(n, p, (me + p - k) % p);
+        put(r, s, next, send.start, &acc[send.clone()]).await?;
+        sync(r).await?;
+        let recv = chunk(n, p, (me + 2 * p - k - 1) % p);
+        let got: Vec<T> = read(r, s, recv.start, recv.len()).await?;
+        for (v, g) in acc[recv].iter_mut().zip(got) {
+            *v = op.apply(g, *v);
+        }
+    }
+    // Allgather: pass the reduced chunks around the ring.
+    for k in 0..p - 1 {
+        let send = chunk(n, p, (me + 1 + p - k) % p);
+        put(r, s, next, send.start, &acc[send.clone()]).await?;
+        sync(r).await?;
+        let recv = chunk(n, p, (me + p - k) % p);
+        let got: Vec<T> = read(r, s, recv.start, recv.len()).await?;
+        acc[recv].copy_from_slice(&got);
+    }
+    sync(r).await?;
+    Ok(acc)
+}
+
+/// Every rank ends with `root`'s `x` (the others' `x` gives the length).
+pub async fn broadcast<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    root: u32,
+) -> Res<Vec<T>, R> {
+    let p = r.nranks();
+    if root >= p {
+        return Err(Error::Invalid {
+            call: "broadcast",
+            reason: format!("root {root} is not a rank (0..{p})"),
+        });
+    }
+    need::<R, T>(s, "broadcast", x.len())?;
+    if r.rank() == root {
+        for j in 0..p {
+            put(r, s, j, 0, x).await?;
+        }
+    }
+    sync(r).await?;
+    let data = read(r, s, 0, x.len()).await?;
+    sync(r).await?;
+    Ok(data)
+}
+
+/// Every rank ends with every rank's `x`, concatenated by rank.
+pub async fn allgather<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+) -> Res<Vec<T>, R> {
+    let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
+    need::<R, T>(s, "allgather", p * n)?;
+    for j in 0..p {
+        put(r, s, j as u32, me * n, x).await?;
+    }
+    sync(r).await?;
+    let data = read(r, s, 0, p * n).await?;
+    sync(r).await?;
+    Ok(data)
+}
+
+fn blocks(call: &'static str, len: usize, p: usize) -> Result<usize, String> {
+    if len % p != 0 {
+        return Err(format!(
+            "{len} elements do not split into {p} equal blocks ({call})"
+        ));
+    }
+    Ok(len / p)
+}
+
+/// `x` holds P equal blocks; rank r ends with block r of the elementwise
+/// `op` of every rank's `x`.
+pub async fn reduce_scatter<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    op: ReduceOp,
+) -> Res<Vec<T>, R> {
+    let (p, me) = (r.nranks() as usize, r.rank() as usize);
+    let blk = blocks("reduce_scatter", x.len(), p).map_err(|reason| Error::Invalid {
+        call: "reduce_scatter",
+        reason,
+    })?;
+    need::<R, T>(s, "reduce_scatter", p * blk)?;
+    for j in 0..p {
+        put(r, s, j as u32, me * blk, &x[j * blk..(j + 1) * blk]).await?;
+    }
+    sync(r).await?;
+    let all: Vec<T> = read(r, s, 0, p * blk).await?;
+    sync(r).await?;
+    Ok((0..blk)
+        .map(|i| (1..p).fold(all[i], |a, k| op.apply(a, all[k * blk + i])))
+        .collect())
+}
+
+/// `x` holds P equal blocks; block j goes to rank j, and each rank ends
+/// with the blocks every rank sent it, by sender.
+pub async fn all_to_all<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+) -> Res<Vec<T>, R> {
+    let (p, me) = (r.nranks() as usize, r.rank() as usize);
+    let blk = blocks("all_to_all", x.len(), p).map_err(|reason| Error::Invalid {
+        call: "all_to_all",
+        reason,
+    })?;
+    need::<R, T>(s, "all_to_all", p * blk)?;
+    for j in 0..p {
+        put(r, s, j as u32, me * blk, &x[j * blk..(j + 1) * blk]).await?;
+    }
+    sync(r).await?;
+    let data = read(r, s, 0, p * blk).await?;
+    sync(r).await?;
+    Ok(data)
+}
+
+/// `send[j]` (any length) goes to rank j; returns what each rank sent this
+/// one, by sender. The lengths are exchanged first.
+pub async fn all_to_all_v<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    send: &[Vec<T>],
+) -> Res<Vec<Vec<T>>, R> {
+    let (p, me) = (r.nranks() as usize, r.rank() as usize);
+    if send.len() != p {
+        return Err(Error::Invalid {
+            call: "all_to_all_v",
+            reason: format!("{} send buffers for {p} ranks", send.len()),
+        });
+    }
+    // Round 1: every rank learns every length (a P × P matrix).
+    need::<R, i64>(s, "all_to_all_v", p * p)?;
+    let lens: Vec<i64> = send.iter().map(|v| v.len() as i64).collect();
+    for j in 0..p {
+        put(r, s, j as u32, me * p, &lens).await?;
+    }
+    sync(r).await?;
+    let m: Vec<i64> = read(r, s, 0, p * p).await?;
+    sync(r).await?;
+    // Rank r receives from sender s after every earlier sender's part.
+    let to = |src: usize, dst: usize| m[src * p + dst] as usize;
+    let total = |dst: usize| (0..p).map(|src| to(src, dst)).sum::<usize>();
+    let most = (0..p).map(total).max().unwrap_or(0);
+    need::<R, T>(s, "all_to_all_v", most)?;
+    for (j, part) in send.iter().enumerate() {
+        let at: usize = (0..me).map(|src| to(src, j)).sum();
+        put(r, s, j as u32, at, part).await?;
+    }
+    sync(r).await?;
+    let all: Vec<T> = read(r, s, 0, total(me)).await?;
+    sync(r).await?;
+    let mut out = Vec::with_capacity(p);
+    let mut at = 0;
+    for src in 0..p {
+        out.push(all[at..at + to(src, me)].to_vec());
+        at += to(src, me);
+    }
+    Ok(out)
+}
