@@ -600,3 +600,45 @@ fn a_put_cancelled_mid_frame_ends_its_stream_and_only_its_link() {
         );
     });
 }
+
+/// xorshift64*, so the garbage is the same on every run.
+fn garbage(seed: &mut u64, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed >> 12;
+            *seed ^= *seed << 25;
+            *seed ^= *seed >> 27;
+            (seed.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+both!(
+    random_frames_from_a_joined_peer_change_no_window_byte,
+    120,
+    |t: TransportKind| async move {
+        let (mut c, d0, s0) = cluster(t).await;
+        let mut seed = 0x5EED_u64 + t as u64;
+        for i in 0..100u32 {
+            let mut p = RawPeer::join(t, &c.peers[1], 1, hello(0, 2, "pld")).await;
+            // A length prefix the decoder accepts, then random header and
+            // payload bytes; or raw random bytes.
+            let head = garbage(&mut seed, 1 + (i as usize * 7) % 60);
+            let payload = garbage(&mut seed, (i as usize * 13) % 200);
+            let mut bytes = Vec::new();
+            if i % 4 != 3 {
+                bytes.extend((head.len() as u32).to_le_bytes());
+                bytes.extend((payload.len() as u32).to_le_bytes());
+            }
+            bytes.extend(&head);
+            bytes.extend(&payload);
+            p.send(&bytes).await;
+            // The daemon answers with frames and closes; should a random
+            // header happen to be a whole valid request, it answers that and
+            // keeps the connection open, which is fine too.
+            let quiet = std::time::Duration::from_secs(2);
+            while let Ok(Some(_)) = tokio::time::timeout(quiet, p.read_frame()).await {}
+        }
+        unchanged(&mut c, &d0, &s0).await;
+    }
+);
