@@ -61,7 +61,6 @@ fn seeds() -> Vec<Vec<u8>> {
                 row_stride: 8,
                 dtype: pb::Dtype::Fp32 as i32,
             }),
-            ..Default::default()
         }),
         Body::Get(pb::PeerGet {
             window: 0,
