@@ -70,25 +70,42 @@ impl Client {
             ),
             None => None,
         };
-        let uri = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
+        let endpoint_of = |uri: String| -> Result<Endpoint> {
+            let endpoint = Endpoint::from_shared(uri).map_err(|e| Error::Connect {
+                addr: addr.into(),
+                reason: format!("not an address: {e}"),
+            })?;
+            Ok(endpoint
+                .connect_timeout(Duration::from_secs(5))
+                .tcp_nodelay(true)
+                .initial_stream_window_size(Some(8 << 20))
+                .initial_connection_window_size(Some(16 << 20))
+                .http2_keep_alive_interval(Duration::from_secs(20)))
         };
-        let endpoint = Endpoint::from_shared(uri).map_err(|e| Error::Connect {
-            addr: addr.into(),
-            reason: format!("not an address: {e}"),
-        })?;
-        let endpoint = endpoint
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .initial_stream_window_size(Some(8 << 20))
-            .initial_connection_window_size(Some(16 << 20))
-            .http2_keep_alive_interval(Duration::from_secs(20));
+        // A full URI is used as it is; HOST:PORT is resolved here, which
+        // also works in a static binary without NSS (the container image).
+        let fixed = if addr.contains("://") {
+            Some(endpoint_of(addr.to_string())?)
+        } else {
+            endpoint_of(format!("http://{addr}"))?;
+            None
+        };
         let deadline = Instant::now() + opts.wait_ready;
         let mut backoff = Duration::from_millis(20);
         loop {
             let attempt = async {
+                let endpoint = match &fixed {
+                    Some(e) => e.clone(),
+                    None => {
+                        let ip = pld_proto::resolve::resolve(addr).await.map_err(|e| {
+                            Error::Connect {
+                                addr: addr.into(),
+                                reason: e.to_string(),
+                            }
+                        })?;
+                        endpoint_of(format!("http://{ip}"))?
+                    }
+                };
                 let channel = endpoint.connect().await.map_err(|e| Error::Connect {
                     addr: addr.into(),
                     reason: source_chain(&e),

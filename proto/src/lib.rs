@@ -22,6 +22,8 @@ pub mod dtype;
 pub mod frame;
 pub mod handshake;
 pub mod region;
+#[cfg(feature = "resolve")]
+pub mod resolve;
 pub mod rma;
 pub mod scalar;
 pub mod signal;

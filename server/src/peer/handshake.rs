@@ -181,14 +181,10 @@ fn identity_mismatch(m: &Mismatch) -> bool {
     )
 }
 
-/// Resolves `HOST:PORT` to the first address.
+/// Resolves `HOST:PORT` to one address, also in a static binary with no
+/// NSS (the container image).
 pub(crate) async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
-    tokio::net::lookup_host(addr).await?.next().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("{addr} has no address"),
-        )
-    })
+    pld_proto::resolve::resolve(addr).await
 }
 
 /// Accepts a peer on an established connection: reads its Hello, checks it,
