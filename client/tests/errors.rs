@@ -282,3 +282,51 @@ fn every_documented_error_code_comes_from_a_real_bad_request() {
         assert_eq!(&cl.get(0, data, 0, 4).await.unwrap()[..], b"self");
     });
 }
+
+#[test]
+fn a_barrier_that_cannot_signal_a_restarted_rank_fails_instead_of_passing() {
+    run(Duration::from_secs(120), async {
+        let mut c = GrpcCluster::start(
+            pld_server::TransportKind::Tcp,
+            2,
+            &[
+                "--window",
+                "data=1MiB",
+                "--window",
+                "signal=64KiB",
+                "--op-timeout",
+                "2s",
+            ],
+        );
+        // Rank 1 dies and comes back: it reaches rank 0 again, but rank 0
+        // has lost its link to rank 1 (rejoining is not supported yet).
+        c.daemon(1).kill();
+        let r0 = Client::connect(&c.grpc[0]).await.unwrap();
+        let lost = Duration::from_secs(10);
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < lost {
+            // Rank 0 notices the loss on its next op.
+            if r0.barrier_within(Duration::from_millis(300)).await.is_err() {
+                break;
+            }
+        }
+        c.spawn(1);
+        c.daemon(1).wait_ready(Duration::from_secs(30));
+        let r1 = Client::connect(&c.grpc[1]).await.unwrap();
+        let (a, b) = tokio::join!(
+            r0.barrier_within(Duration::from_secs(3)),
+            r1.barrier_within(Duration::from_secs(3))
+        );
+        // Rank 0 may hear from rank 1, but it cannot signal it: it must not
+        // leave the barrier as if all were well.
+        let e = a.expect_err("rank 0 cannot have passed the barrier");
+        assert!(
+            matches!(e.code(), Code::Unavailable | Code::DeadlineExceeded)
+                && e.to_string().contains("rank 1"),
+            "{e}"
+        );
+        let e = b.expect_err("rank 1 never hears from rank 0");
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(e.to_string().contains("rank 0"), "{e}");
+    });
+}

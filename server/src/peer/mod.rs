@@ -32,6 +32,9 @@ pub(crate) struct RankState {
     pub barrier: std::sync::Mutex<pld_proto::barrier::Barrier>,
     /// Wakes `Rank::barrier` when a barrier message arrives.
     pub barrier_wake: tokio::sync::Notify,
+    /// Barrier signals the state machine handed out that could not be sent:
+    /// the next barrier call sends them first, or fails again.
+    pub barrier_unsent: std::sync::Mutex<Vec<pld_proto::barrier::Signal>>,
     /// When this rank last sent or received a frame (ns, see `spin`), so
     /// that spin progress knows when to back off.
     pub activity: Activity,
@@ -130,6 +133,7 @@ impl RankState {
             hello,
             barrier: std::sync::Mutex::new(barrier),
             barrier_wake: tokio::sync::Notify::new(),
+            barrier_unsent: std::sync::Mutex::new(Vec::new()),
             activity: Activity::default(),
             refusal: std::sync::Mutex::new(None),
             refused: tokio::sync::Notify::new(),

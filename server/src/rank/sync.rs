@@ -84,15 +84,38 @@ impl Rank {
             let woken = state.barrier_wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
+            out.append(
+                &mut state
+                    .barrier_unsent
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
             let progress = lock().progress(&mut out);
-            for s in out.drain(..) {
+            for i in 0..out.len() {
+                let s = out[i];
                 if let Some(Some(link)) = self.links.get(s.to as usize) {
-                    // A lost link shows in the report at the deadline.
+                    // A signal that cannot be sent fails the barrier now: this
+                    // rank may already hold everything it waits for, and
+                    // leaving would strand the peer that never hears from it.
                     if let Err(e) = link.signal(s.epoch, s.round).await {
-                        tracing::debug!(to = s.to, error = %e, "barrier signal not sent");
+                        tracing::warn!(to = s.to, error = %e, "barrier signal not sent");
+                        *state
+                            .barrier_unsent
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = out.drain(i..).collect();
+                        return Err(Error::PeerLost {
+                            rank: s.to,
+                            reason: format!(
+                                "barrier epoch {} on rank {} could not signal it in round {}: {e}",
+                                s.epoch,
+                                self.rank(),
+                                s.round + 1
+                            ),
+                        });
                     }
                 }
             }
+            out.clear();
             match progress {
                 Progress::Done { .. } | Progress::Idle => return Ok(()),
                 Progress::Waiting(missing) => {
