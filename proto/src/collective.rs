@@ -293,33 +293,70 @@ pub async fn all_to_all<R: Rma, T: Scalar>(
 }
 
 /// `send[j]` (any length) goes to rank j; returns what each rank sent this
-/// one, by sender. The lengths are exchanged first.
+/// one, by sender. The lengths are exchanged first ([`all_to_all_v_counts`]).
 pub async fn all_to_all_v<R: Rma, T: Scalar>(
     r: &R,
     s: &Scratch<R::Window>,
     send: &[Vec<T>],
 ) -> Res<Vec<Vec<T>>, R> {
-    let (p, me) = (r.nranks() as usize, r.rank() as usize);
+    let m = all_to_all_v_counts(r, s, send).await?;
+    all_to_all_v_with(r, s, send, &m).await
+}
+
+/// The first round of [`all_to_all_v`]: every rank learns every length,
+/// as a P × P matrix (row: sender, column: receiver) gathered from all.
+pub async fn all_to_all_v_counts<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    send: &[Vec<T>],
+) -> Res<Vec<i64>, R> {
+    let p = r.nranks() as usize;
     if send.len() != p {
         return Err(Error::Invalid {
             call: "all_to_all_v",
             reason: format!("{} send buffers for {p} ranks", send.len()),
         });
     }
-    // Round 1: every rank learns every length (a P × P matrix).
-    need::<R, i64>(s, "all_to_all_v", p * p)?;
     let lens: Vec<i64> = send.iter().map(|v| v.len() as i64).collect();
-    for j in 0..p {
-        put(r, s, j as u32, me * p, &lens).await?;
+    allgather(r, s, &lens).await
+}
+
+/// The elements the busiest rank receives, given the length matrix: the
+/// scratch [`all_to_all_v_with`] needs.
+pub fn all_to_all_v_largest(m: &[i64], p: usize) -> usize {
+    (0..p)
+        .map(|dst| {
+            (0..p)
+                .map(|src| m.get(src * p + dst).copied().unwrap_or(0).max(0) as usize)
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The second round of [`all_to_all_v`], with the length matrix of
+/// [`all_to_all_v_counts`]: rank r receives from each sender after every
+/// earlier sender's part.
+pub async fn all_to_all_v_with<R: Rma, T: Scalar>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    send: &[Vec<T>],
+    m: &[i64],
+) -> Res<Vec<Vec<T>>, R> {
+    let (p, me) = (r.nranks() as usize, r.rank() as usize);
+    if send.len() != p || m.len() != p * p {
+        return Err(Error::Invalid {
+            call: "all_to_all_v",
+            reason: format!(
+                "{} send buffers and {} lengths for {p} ranks",
+                send.len(),
+                m.len()
+            ),
+        });
     }
-    sync(r).await?;
-    let m: Vec<i64> = read(r, s, 0, p * p).await?;
-    sync(r).await?;
-    // Rank r receives from sender s after every earlier sender's part.
-    let to = |src: usize, dst: usize| m[src * p + dst] as usize;
+    let to = |src: usize, dst: usize| m[src * p + dst].max(0) as usize;
     let total = |dst: usize| (0..p).map(|src| to(src, dst)).sum::<usize>();
-    let most = (0..p).map(total).max().unwrap_or(0);
-    need::<R, T>(s, "all_to_all_v", most)?;
+    need::<R, T>(s, "all_to_all_v", all_to_all_v_largest(m, p))?;
     for (j, part) in send.iter().enumerate() {
         let at: usize = (0..me).map(|src| to(src, j)).sum();
         put(r, s, j as u32, at, part).await?;

@@ -103,22 +103,13 @@ impl<R: Rma> Device<R> {
         // Learn every length first, so that every rank sizes the scratch
         // alike (it must be symmetric) for what the busiest rank receives.
         let p = self.world_size() as usize;
-        let lens: Vec<i64> = send.iter().map(|v| v.len() as i64).collect();
         let s0 = self.scratch_of::<i64>((p * p) as u64)?;
-        let m = coll::allgather(self.rma(), &s0, &lens)
+        let m = coll::all_to_all_v_counts(self.rma(), &s0, send)
             .await
             .map_err(self.coll_err())?;
-        let most = (0..p)
-            .map(|dst| {
-                (0..p)
-                    .map(|src| m.get(src * p + dst).copied().unwrap_or(0) as u64)
-                    .sum::<u64>()
-            })
-            .max()
-            .unwrap_or(0);
-        let bytes = (most * T::DTYPE.size() as u64).max((p * p * 8) as u64);
-        let s = self.scratch_of::<i8>(bytes)?;
-        coll::all_to_all_v(self.rma(), &s, send)
+        let most = coll::all_to_all_v_largest(&m, p) as u64;
+        let s = self.scratch_of::<T>(most.max(1))?;
+        coll::all_to_all_v_with(self.rma(), &s, send, &m)
             .await
             .map_err(self.coll_err())
     }

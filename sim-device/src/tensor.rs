@@ -58,7 +58,8 @@ impl<T: Scalar> Tensor<T> {
     pub fn data_mut(&mut self) -> &mut [T] {
         &mut self.data
     }
-    /// The element at `[row, col]`.
+    /// The element at `[row, col]`. Panics outside the shape, as slice
+    /// indexing does; [`Tensor::slice`] is the checked form.
     pub fn at(&self, row: u64, col: u64) -> T {
         self.data[(row * self.shape[1] + col) as usize]
     }
