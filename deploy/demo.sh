@@ -36,7 +36,8 @@ target="${CARGO_TARGET_DIR:-target}"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$triple" \
     -p pld-server --bin pld-daemon -p pld-sim --example 05_remote_load_store >&2
 ctx="$(mktemp -d)"
-trap 'rm -rf "$ctx"; "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true' EXIT
+certs="$(mktemp -d)"
+trap 'rm -rf "$ctx" "$certs"; "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true' EXIT
 cp "$target/$triple/release/pld-daemon" "$ctx/pld-daemon"
 cp "$target/$triple/release/examples/05_remote_load_store" "$ctx/pld-ring-shift"
 for b in pld-daemon pld-ring-shift; do
@@ -45,6 +46,11 @@ for b in pld-daemon pld-ring-shift; do
         exit 1
     fi
 done
+
+echo "== a throwaway cluster CA and one certificate per rank (mutual TLS)" >&2
+"$ctx/pld-daemon" certs --ranks 2 --out "$certs" --cluster-id pld-demo >&2
+chmod 0755 "$certs"
+export PLD_CERTS_DIR="$certs"
 
 echo "== building the image (FROM scratch)" >&2
 docker build -q -t pld:demo -f deploy/Dockerfile "$ctx" >&2

@@ -179,6 +179,8 @@ mod tests {
                 })
                 .collect(),
             max_payload: 1 << 20,
+            epoch: 0,
+            barrier_epoch: 1,
         }
     }
 

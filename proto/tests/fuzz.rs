@@ -51,6 +51,8 @@ fn seeds() -> Vec<Vec<u8>> {
                 size: 1 << 20,
             }],
             max_payload: 1 << 20,
+            epoch: 0,
+            barrier_epoch: 1,
         }),
         Body::Put(pb::PeerPut {
             window: 0,
@@ -253,6 +255,8 @@ fn random_hellos_never_panic_the_handshake_check() {
             },
         ],
         max_payload: 1 << 20,
+        epoch: 0,
+        barrier_epoch: 1,
     };
     let valid = local.encode_to_vec();
     let mut rng = Rng(42);

@@ -183,6 +183,7 @@ async fn pld_ops(t: TransportKind, ops: usize) -> (Vec<Duration>, Vec<Duration>)
     let cfg = |r| {
         let mut c = Config::new(r, peers.clone());
         c.transport = t;
+        c.security = pld_server::Security::Insecure;
         c
     };
     let (a, b) = tokio::join!(Rank::start(cfg(0)), Rank::start(cfg(1)));

@@ -2,6 +2,7 @@
 //! the daemon's flags share.
 
 use crate::error::{Error, Result};
+use crate::tls::Security;
 use pld_proto::frame::DEFAULT_MAX_PAYLOAD;
 use std::fmt;
 use std::str::FromStr;
@@ -153,6 +154,9 @@ pub struct Config {
     pub max_payload: usize,
     /// Sleep or busy-poll.
     pub progress: Progress,
+    /// Mutual TLS under the cluster CA, or explicitly none. Left
+    /// [`Security::Unset`], the rank refuses to start.
+    pub security: Security,
 }
 
 impl Config {
@@ -172,6 +176,7 @@ impl Config {
             sync_timeout: Duration::from_secs(60),
             max_payload: DEFAULT_MAX_PAYLOAD,
             progress: Progress::Sleep,
+            security: Security::Unset,
         }
     }
 
@@ -209,6 +214,22 @@ impl Config {
         }
         if let Some(w) = self.windows.iter().find(|w| w.size == 0) {
             return bad(format!("window '{}' has size 0", w.name));
+        }
+        match &self.security {
+            Security::Unset => {
+                return bad("no TLS material: give --tls-dir DIR (Security::Tls; \
+                     `pld-daemon certs --ranks N --out DIR` makes it), or --insecure \
+                     (Security::Insecure) to run the peer plane unauthenticated"
+                    .into());
+            }
+            Security::Tls(id) if id.rank() != self.rank => {
+                return bad(format!(
+                    "the TLS identity is rank {}'s, but this is rank {}",
+                    id.rank(),
+                    self.rank
+                ));
+            }
+            _ => {}
         }
         if self.cluster_id.is_empty() {
             return bad("the cluster id is empty".into());
@@ -285,6 +306,9 @@ mod tests {
         assert!("data".parse::<WindowConfig>().is_err());
         assert!("a b=1".parse::<WindowConfig>().is_err());
         let mut c = Config::new(0, vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]);
+        let unset = c.validate().unwrap_err().to_string();
+        assert!(unset.contains("no TLS material"), "{unset}");
+        c.security = Security::Insecure;
         assert!(c.validate().is_ok());
         c.windows.push(WindowConfig {
             name: "data".into(),

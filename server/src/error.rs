@@ -207,6 +207,15 @@ pub enum Error {
     /// Certificates or TLS configuration could not be built.
     #[error("tls setup failed: {0}")]
     Tls(String),
+    /// A peer's TLS handshake failed on a certificate: its certificate is
+    /// not of this cluster's CA or does not name the rank, or it rejected
+    /// this rank's.
+    #[error("rank {peer} at {addr} failed mutual TLS authentication: {reason}")]
+    Authentication {
+        peer: u32,
+        addr: String,
+        reason: String,
+    },
 }
 
 /// `; rank 3 is unreachable (connection lost)` for every unreachable rank.

@@ -4,9 +4,12 @@
 //!
 //! ```no_run
 //! # async fn demo() -> pld_server::Result<()> {
-//! use pld_server::{Config, Rank};
+//! use pld_server::{Config, Rank, Security};
 //! let peers = vec!["127.0.0.1:7000".to_string(), "127.0.0.1:7001".to_string()];
-//! let rank = Rank::start(Config::new(0, peers)).await?;
+//! let mut config = Config::new(0, peers);
+//! // Mutual TLS under the cluster CA (`pld-daemon certs --ranks 2 --out certs`).
+//! config.security = Security::from_dir("certs".as_ref(), 0)?;
+//! let rank = Rank::start(config).await?;
 //! let data = rank.window("data")?;
 //! rank.put(1, data, 0, b"hello").await?;            // applied at rank 1 on return
 //! assert_eq!(&rank.get(1, data, 0, 5).await?[..], b"hello");
@@ -29,3 +32,4 @@ pub use error::{AccessError, Error, Result};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{Chunking, Layout, OpHandle, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;
+pub use tls::Security;

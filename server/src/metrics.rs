@@ -118,6 +118,9 @@ fn help(name: &str) -> &'static str {
         "bytes_sent" => "Peer-plane bytes sent.",
         "bytes_received" => "Peer-plane bytes received.",
         "frame_errors" => "Connections closed because their bytes were not pld frames.",
+        "auth_refused" => {
+            "Peer connections refused by mutual TLS: a certificate not of the cluster CA, or not naming the rank claimed."
+        }
         _ => "A pld counter.",
     }
 }

@@ -26,6 +26,7 @@ pub struct Stats {
     requests_served: [AtomicU64; OPS],
     requests_rejected: [AtomicU64; OPS],
     frame_errors: AtomicU64,
+    auth_refused: AtomicU64,
     /// Issue-to-completion time of remote ops, by kind.
     latency: [Histogram; OPS],
 }
@@ -92,6 +93,7 @@ impl Default for Stats {
             requests_served: zeros(),
             requests_rejected: zeros(),
             frame_errors: AtomicU64::new(0),
+            auth_refused: AtomicU64::new(0),
             latency: std::array::from_fn(|_| Histogram::default()),
         }
     }
@@ -138,6 +140,11 @@ impl Stats {
         self.frame_errors.fetch_add(1, Relaxed);
     }
 
+    /// A peer connection refused at authentication (mutual TLS).
+    pub(crate) fn auth_refused(&self) {
+        self.auth_refused.fetch_add(1, Relaxed);
+    }
+
     /// A consistent-enough copy of every counter.
     pub fn snapshot(&self) -> StatsSnapshot {
         let load = |a: &[AtomicU64]| a.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>();
@@ -152,6 +159,7 @@ impl Stats {
             requests_served: load(&self.requests_served),
             requests_rejected: load(&self.requests_rejected),
             frame_errors: self.frame_errors.load(Relaxed),
+            auth_refused: self.auth_refused.load(Relaxed),
             latency: self.latency.iter().map(Histogram::snapshot).collect(),
         }
     }
@@ -173,6 +181,9 @@ pub struct StatsSnapshot {
     requests_rejected: Vec<u64>,
     /// Connections closed because their bytes were not pld frames.
     pub frame_errors: u64,
+    /// Peer connections refused at authentication: a certificate not of
+    /// the cluster CA, or not naming the rank claimed.
+    pub auth_refused: u64,
     latency: Vec<HistogramSnapshot>,
 }
 
@@ -233,6 +244,7 @@ impl StatsSnapshot {
         out.push(("bytes_sent", "", self.bytes_sent));
         out.push(("bytes_received", "", self.bytes_received));
         out.push(("frame_errors", "", self.frame_errors));
+        out.push(("auth_refused", "", self.auth_refused));
         out
     }
 }

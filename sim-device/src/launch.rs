@@ -250,9 +250,16 @@ pub async fn start_ranks(
             .map_err(|e| Error::Usage(format!("no free loopback port: {e}")))?;
         peers.push(format!("127.0.0.1:{port}"));
     }
+    // The ranks authenticate each other under a CA that lives as long as
+    // this launch.
+    let security = pld_server::tls::ClusterCa::throwaway(n).map_err(|e| Error::Rma {
+        rank: 0,
+        message: format!("cannot make the cluster's TLS material: {e}"),
+    })?;
     let mut set = tokio::task::JoinSet::new();
-    for r in 0..n {
+    for (r, security) in (0..n).zip(security) {
         let mut c = Config::new(r, peers.clone());
+        c.security = security;
         c.transport = transport;
         c.windows = windows
             .iter()

@@ -2,6 +2,7 @@
 //! `pld-daemon` processes on free loopback ports, form clusters that mix
 //! embedded [`Rank`]s with daemons, and talk raw frames to a daemon.
 
+pub mod netns;
 pub mod raw;
 
 use pld_server::transport::free_loopback_port;
@@ -50,6 +51,45 @@ pub fn worker_bin() -> PathBuf {
     dir.join("pld-test-rank")
 }
 
+/// The most ranks a test cluster has: the shared TLS material covers
+/// ranks `0..MAX_RANKS`.
+pub const MAX_RANKS: u32 = 32;
+
+/// The TLS material every test cluster of this process (and of the rank
+/// processes it starts, through `PLD_TEST_TLS_DIR`) uses: one throwaway CA
+/// and certificates for ranks `0..MAX_RANKS`, made on first use in
+/// `$TMPDIR/pld-tests-tls-PID`. Directories of test processes that are
+/// gone are removed then.
+pub fn tls_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(d) = std::env::var_os("PLD_TEST_TLS_DIR") {
+            return PathBuf::from(d);
+        }
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("pld-tests-tls-")
+                    && !std::path::Path::new("/proc").join(pid).exists()
+                {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("pld-tests-tls-{}", std::process::id()));
+        pld_server::tls::ClusterCa::generate("pld-tests")
+            .and_then(|ca| ca.write_dir(&dir, MAX_RANKS))
+            .expect("writing the test cluster's TLS material");
+        dir
+    })
+}
+
+/// Rank `rank`'s security in a test cluster: mutual TLS under [`tls_dir`].
+pub fn security(rank: u32) -> pld_server::Security {
+    pld_server::Security::from_dir(tls_dir(), rank).expect("test TLS material")
+}
+
 /// Free loopback `HOST:PORT` entries for a cluster of `n` ranks.
 pub fn loopback_peers(n: usize) -> Vec<String> {
     (0..n)
@@ -70,14 +110,42 @@ impl Daemon {
     /// Spawns `pld-daemon --rank RANK --peers PEERS ...extra`.
     pub fn spawn(rank: u32, peers: &[String], transport: TransportKind, extra: &[&str]) -> Daemon {
         let mut cmd = Command::new(daemon_bin());
-        cmd.args(["--rank", &rank.to_string(), "--peers", &peers.join(",")])
-            .args(["--transport", &transport.to_string()]);
+        cmd.args(Self::args(rank, peers, transport, extra));
+        Self::run(rank, cmd)
+    }
+
+    /// The flags of [`Daemon::spawn`]: the test windows and TLS material
+    /// unless `extra` gives its own.
+    pub fn args(
+        rank: u32,
+        peers: &[String],
+        transport: TransportKind,
+        extra: &[&str],
+    ) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        let mut push = |s: &str| a.push(s.into());
+        push("--rank");
+        push(&rank.to_string());
+        push("--peers");
+        push(&peers.join(","));
+        push("--transport");
+        push(&transport.to_string());
         if !extra.contains(&"--window") {
             for w in WINDOWS {
-                cmd.args(["--window", w]);
+                push("--window");
+                push(w);
             }
         }
-        cmd.args(extra);
+        if !extra.contains(&"--tls-dir") && !extra.contains(&"--insecure") {
+            push("--tls-dir");
+            a.push(tls_dir().into());
+        }
+        a.extend(extra.iter().map(Into::into));
+        a
+    }
+
+    /// Runs `cmd` (a rank's process, however it is started) as rank `rank`.
+    pub fn start(rank: u32, cmd: Command) -> Daemon {
         Self::run(rank, cmd)
     }
 
@@ -97,13 +165,14 @@ impl Daemon {
     }
 
     fn run(rank: u32, mut cmd: Command) -> Daemon {
-        cmd.env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        cmd.env("PLD_TEST_TLS_DIR", tls_dir())
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn the rank's process");
         let out = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
@@ -131,8 +200,8 @@ impl Daemon {
     }
 
     /// Waits for the daemon's ready line (it prints it once every peer is
-    /// connected). Panics with the daemon's stderr if it exits or times out.
-    pub fn wait_ready(&mut self, within: Duration) {
+    /// connected) and returns it. Panics if the daemon exits or times out.
+    pub fn wait_ready(&mut self, within: Duration) -> String {
         let deadline = std::time::Instant::now() + within;
         let line = loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -148,7 +217,7 @@ impl Daemon {
             }
         };
         match line {
-            Ok(line) if line.contains("ready") => {}
+            Ok(line) if line.contains("ready") => line,
             Ok(line) => panic!("rank {}: unexpected first line {line:?}", self.rank),
             Err(_) => {
                 let status = self.child.try_wait().ok().flatten();
@@ -188,6 +257,15 @@ impl Daemon {
         }
     }
 
+    /// SIGKILL, then everything the process wrote to stderr.
+    pub fn kill_and_stderr(mut self) -> String {
+        self.kill();
+        self.stderr
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+
     /// The process's peak resident memory (VmHWM), in bytes.
     pub fn peak_memory(&self) -> Option<u64> {
         peak_memory_of(self.child.id())
@@ -218,6 +296,7 @@ pub fn rank_config(rank: u32, peers: &[String], transport: TransportKind) -> Con
     c.windows = WINDOWS.iter().map(|w| w.parse().expect("window")).collect();
     c.connect_timeout = Duration::from_secs(30);
     c.op_timeout = Duration::from_secs(10);
+    c.security = security(rank);
     c
 }
 

@@ -32,6 +32,8 @@ pub fn hello(rank: u32, nranks: u32, cluster_id: &str) -> Hello {
         nranks,
         windows,
         max_payload: frame::DEFAULT_MAX_PAYLOAD as u64,
+        epoch: 1,
+        barrier_epoch: 1,
     }
 }
 
@@ -47,31 +49,44 @@ pub struct RawPeer {
 }
 
 impl RawPeer {
-    /// Opens a connection to rank `target` at `addr`; sends nothing yet.
+    /// Opens a connection to rank `target` at `addr` with rank 0's
+    /// certificate of the test CA ([`crate::tls_dir`]); sends nothing yet.
     pub async fn connect(transport: TransportKind, addr: &str, target: u32) -> RawPeer {
+        Self::connect_with(transport, addr, target, crate::security(0))
+            .await
+            .expect("dial")
+    }
+
+    /// Opens a connection to rank `target` at `addr` under `security`
+    /// (the TLS handshake may fail: the error says why).
+    pub async fn connect_with(
+        transport: TransportKind,
+        addr: &str,
+        target: u32,
+        security: pld_server::Security,
+    ) -> std::io::Result<RawPeer> {
         let sock: std::net::SocketAddr = addr.parse().expect("addr");
+        let settings = TransportSettings::default().with_security(security);
         let endpoint = match transport {
-            TransportKind::Quic => {
-                Endpoint::quic_client(&TransportSettings::default()).expect("quic client")
-            }
+            TransportKind::Quic => Endpoint::quic_client(&settings).expect("quic client"),
             TransportKind::Tcp => Endpoint::bind(
                 TransportKind::Tcp,
                 "127.0.0.1:0".parse().expect("addr"),
                 0,
-                &TransportSettings::default(),
+                &settings,
             )
             .await
             .expect("tcp endpoint"),
         };
-        let conn = endpoint.dial(sock, target).await.expect("dial");
-        RawPeer {
+        let conn = endpoint.dial(sock, target).await?;
+        Ok(RawPeer {
             reader: conn.reader,
             writer: conn.writer,
             buf: BytesMut::new(),
             decoder: Decoder::new(64 << 20),
             _endpoint: endpoint,
             _quic: conn.quic,
-        }
+        })
     }
 
     /// Connects and completes a handshake as `hello`; panics unless accepted.
@@ -86,19 +101,28 @@ impl RawPeer {
     }
 
     /// Sends the preamble and `hello`; returns the reply.
+    /// `None` if the rank closed the connection instead (or before it
+    /// could be sent).
     pub async fn handshake(&mut self, hello: Hello) -> Option<Frame> {
-        self.send(&PREAMBLE).await;
         let h = Header {
             id: 0,
             body: Some(Body::Hello(hello)),
         };
-        self.send(&frame::encode(&h, &[])).await;
+        let mut bytes = PREAMBLE.to_vec();
+        bytes.extend_from_slice(&frame::encode(&h, &[]));
+        self.try_send(&bytes).await.ok()?;
         self.read_frame().await
     }
 
-    /// Writes raw bytes.
+    /// Writes raw bytes; panics if they cannot be written.
     pub async fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).await.expect("write");
+        self.try_send(bytes).await.expect("write");
+    }
+
+    /// Writes raw bytes (and flushes: TLS may hold the last record).
+    pub async fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.writer.write_all(bytes).await?;
+        self.writer.flush().await
     }
 
     /// Sends one frame and returns the next frame received.

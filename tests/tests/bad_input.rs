@@ -549,9 +549,15 @@ fn a_put_cancelled_mid_frame_ends_its_stream_and_only_its_link() {
         // Rank 1 is the fake; ranks 0 and 2 are real.
         let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
         let mut conns = pld_tests::raw::fake_rank(listener, 1, 3).await;
+        // The fake speaks plain TCP: the cluster runs without TLS.
+        let insecure = |r| {
+            let mut c = pld_tests::rank_config(r, &peers, t);
+            c.security = pld_server::Security::Insecure;
+            c
+        };
         let (r0, r2) = tokio::join!(
-            pld_server::Rank::start(pld_tests::rank_config(0, &peers, t)),
-            pld_server::Rank::start(pld_tests::rank_config(2, &peers, t)),
+            pld_server::Rank::start(insecure(0)),
+            pld_server::Rank::start(insecure(2)),
         );
         let (r0, r2) = (r0.unwrap(), r2.unwrap());
         let mut from0 = None;

@@ -371,6 +371,8 @@ fn a_quiet_that_cannot_finish_lists_the_outstanding_ops_per_peer() {
         let mut conns = pld_tests::raw::fake_rank(listener, 1, 2).await;
         let mut c = rank_config(0, &peers, t);
         c.op_timeout = Duration::from_secs(30);
+        // The fake speaks plain TCP.
+        c.security = pld_server::Security::Insecure;
         let r = Rank::start(c).await.unwrap();
         let _held = conns.recv().await;
         let data = r.window("data").unwrap();

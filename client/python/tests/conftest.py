@@ -5,7 +5,9 @@ their ready lines."""
 import os
 import queue
 import socket
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -45,9 +47,16 @@ class Cluster:
         peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
         self.grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
         self.procs = []
+        # The ranks authenticate each other under a throwaway cluster CA.
+        self.tls_dir = tempfile.mkdtemp(prefix="pld-py-tls-")
+        subprocess.run(
+            [daemon_bin(), "certs", "--ranks", str(n), "--out", self.tls_dir],
+            check=True, stdout=subprocess.DEVNULL,
+        )
         for r in range(n):
             cmd = [
                 daemon_bin(), "--rank", str(r), "--peers", peers, "--transport", transport,
+                "--tls-dir", self.tls_dir,
                 "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB", "--window", "collective=4MiB",
                 "--sync-timeout", "20s", *extra,
             ]
@@ -82,6 +91,7 @@ class Cluster:
             p.kill()
         for p in self.procs:
             p.wait()
+        shutil.rmtree(self.tls_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -137,6 +137,8 @@ pub struct Barrier {
     running: Option<Running>,
     /// Messages received and not yet consumed: (epoch, round).
     arrived: BTreeSet<(u64, u32)>,
+    /// Whether `enter` was ever called (an epoch is adopted only before).
+    entered: bool,
 }
 
 /// ⌈log₂ P⌉: the number of rounds of a barrier of `nranks` ranks.
@@ -158,7 +160,21 @@ impl Barrier {
             next_epoch: 1,
             running: None,
             arrived: BTreeSet::new(),
+            entered: false,
         }
+    }
+
+    /// Joins the barriers where the peers are: a rank that restarted while
+    /// the others ran `epoch - 1` barriers starts at `epoch`. Only before its
+    /// first `enter`, and only forward; messages of earlier epochs are
+    /// dropped. Returns whether the epoch moved.
+    pub fn adopt(&mut self, epoch: u64) -> bool {
+        if self.entered || epoch <= self.next_epoch {
+            return false;
+        }
+        self.next_epoch = epoch;
+        self.arrived.retain(|(e, _)| *e >= epoch);
+        true
     }
 
     /// The rank this rank signals in `round`.
@@ -172,6 +188,23 @@ impl Barrier {
         ((self.rank as u64 + p - (1u64 << round) % p) % p) as u32
     }
 
+    /// The signals of the running barrier already sent to `peer`: what a
+    /// peer that restarted (and lost them) must be sent again.
+    pub fn sent_to(&self, peer: u32) -> Vec<Signal> {
+        let Some(run) = &self.running else {
+            return Vec::new();
+        };
+        (0..self.rounds)
+            .filter(|&r| r < run.round || (r == run.round && run.sent))
+            .filter(|&r| self.signals(r) == peer)
+            .map(|round| Signal {
+                to: peer,
+                epoch: run.epoch,
+                round,
+            })
+            .collect()
+    }
+
     /// The epoch running now, or the one `enter` will start.
     pub fn epoch(&self) -> u64 {
         self.running.as_ref().map_or(self.next_epoch, |r| r.epoch)
@@ -183,6 +216,7 @@ impl Barrier {
         if let Some(r) = &self.running {
             return r.epoch;
         }
+        self.entered = true;
         let epoch = self.next_epoch;
         self.next_epoch += 1;
         self.running = Some(Running {

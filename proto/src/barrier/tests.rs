@@ -271,3 +271,76 @@ fn the_diagnostic_lists_who_has_not_been_heard_from() {
         "ranks 5, 6, 7 arrived (5 through 6)"
     );
 }
+
+/// Drives ranks `ranks` of `bs` until none can move, delivering every
+/// signal at once; returns the epochs that finished, per rank.
+fn run_to_rest(bs: &mut [Barrier], ranks: &[usize]) -> Vec<Vec<u64>> {
+    let mut done = vec![Vec::new(); bs.len()];
+    let mut out = Vec::new();
+    for &r in ranks {
+        bs[r].enter(Instant::now());
+    }
+    loop {
+        let mut moved = false;
+        for &r in ranks {
+            if let Progress::Done { epoch } = bs[r].progress(&mut out) {
+                done[r].push(epoch);
+            }
+            for s in out.drain(..) {
+                let from = bs[r].rank;
+                bs[s.to as usize]
+                    .on_message(from, s.epoch, s.round)
+                    .unwrap();
+                moved = true;
+            }
+        }
+        if !moved {
+            return done;
+        }
+    }
+}
+
+#[test]
+fn a_restarted_rank_adopts_its_peers_epoch_and_completes_their_pending_barrier() {
+    let mut bs: Vec<Barrier> = (0..3).map(|r| Barrier::new(r, 3)).collect();
+    // Two barriers with everyone.
+    for _ in 0..2 {
+        let done = run_to_rest(&mut bs, &[0, 1, 2]);
+        assert!(done.iter().all(|d| d.len() == 1), "{done:?}");
+    }
+    // Rank 1 dies; 0 and 2 enter barrier 3 and wait for it.
+    let done = run_to_rest(&mut bs, &[0, 2]);
+    assert!(
+        done.iter().all(|d| d.is_empty()),
+        "nobody passes without rank 1"
+    );
+    assert_eq!((bs[0].epoch(), bs[2].epoch()), (3, 3));
+    // Rank 1 restarts at epoch 1 and learns epoch 3 from its peers' hellos.
+    bs[1] = Barrier::new(1, 3);
+    let theirs = bs[0].epoch();
+    assert!(bs[1].adopt(theirs));
+    assert!(!bs[1].adopt(2), "only forward");
+    assert_eq!(bs[1].epoch(), 3);
+    // Rank 0's round-0 signal to rank 1 was lost with the old rank 1: rank
+    // 0 sends again what it sent to rank 1 in this barrier.
+    let again = bs[0].sent_to(1);
+    assert_eq!(
+        again,
+        vec![Signal {
+            to: 1,
+            epoch: 3,
+            round: 0
+        }]
+    );
+    assert!(
+        bs[2].sent_to(1).is_empty(),
+        "rank 2 signals rank 1 in round 1 only"
+    );
+    for s in again {
+        bs[1].on_message(0, s.epoch, s.round).unwrap();
+    }
+    let done = run_to_rest(&mut bs, &[0, 1, 2]);
+    assert_eq!(done, vec![vec![3], vec![3], vec![3]]);
+    // Once a rank has entered a barrier it never adopts.
+    assert!(!bs[1].adopt(9));
+}

@@ -109,6 +109,7 @@ fn rank_code(e: &RankError) -> Code {
         | RankError::Mismatch { .. }
         | RankError::Refused { .. }
         | RankError::ConnectTimeout { .. }
+        | RankError::Authentication { .. }
         | RankError::Protocol { .. } => Code::Unavailable,
         RankError::OpTimeout { .. }
         | RankError::QuietTimeout { .. }

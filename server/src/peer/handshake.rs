@@ -89,21 +89,31 @@ async fn attempt(
         .await
         .map_err(|e| retry("cannot resolve", &e))?;
     let attempt_deadline = deadline.min(Instant::now() + ATTEMPT_TIMEOUT);
+    let auth = |e: &std::io::Error| {
+        crate::tls::auth_failure(e).map(|reason| {
+            Attempt::Fatal(Error::Authentication {
+                peer,
+                addr: addr_text.to_string(),
+                reason,
+            })
+        })
+    };
     let conn = timeout_at(attempt_deadline, endpoint.dial(addr, peer))
         .await
         .map_err(|_| Attempt::Retry(format!("no answer from {addr}")))?
-        .map_err(|e| retry("connect", &e))?;
+        .map_err(|e| auth(&e).unwrap_or_else(|| retry("connect", &e)))?;
     let Connection {
         reader,
         mut writer,
         remote,
         quic,
+        peer_cert: _,
     } = conn;
     writer
         .write_all(&PREAMBLE)
         .await
         .map_err(|e| retry("send preamble", &e))?;
-    let n = write_frame(&mut writer, &hello_header(&state.hello), &[])
+    let n = write_frame(&mut writer, &hello_header(&state.hello_now()), &[])
         .await
         .map_err(|e| retry("send hello", &e))?;
     state
@@ -121,6 +131,7 @@ async fn attempt(
             rank: peer,
             reason: format!("handshake reply: {f}"),
         }),
+        ReadError::Io(e) => auth(&e).unwrap_or_else(|| retry("handshake", &e)),
         other => retry("handshake", &other),
     })?;
     state
@@ -136,6 +147,7 @@ async fn attempt(
                     mismatch,
                 })
             })?;
+            state.peer_joined(&h, false);
             Ok(Established {
                 reader,
                 writer,
@@ -199,11 +211,19 @@ pub(crate) async fn accept(
         mut writer,
         remote,
         quic,
+        peer_cert,
     } = conn;
     let mut reader = FrameReader::new(
         reader,
         Decoder::expecting_preamble(state.config.max_payload),
     );
+    // Under mutual TLS the certificate chains to the cluster CA (rustls
+    // checked); it must also name the rank the Hello claims.
+    let claim_ok = |rank: u32| match (&state.config.security, &peer_cert) {
+        (crate::tls::Security::Tls(_), Some(cert)) => crate::tls::names_rank(cert, rank),
+        (crate::tls::Security::Tls(_), None) => false,
+        _ => true,
+    };
     let refuse =
         |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
     let first = timeout(HELLO_TIMEOUT, reader.next()).await;
@@ -220,9 +240,28 @@ pub(crate) async fn accept(
                 .stats
                 .received(pld_proto::MsgKind::of(&frame.header), frame.payload.len());
             match frame.header.body {
+                Some(Body::Hello(h))
+                    if check(&state.hello, &h, None).is_ok() && !claim_ok(h.rank) =>
+                {
+                    state.stats.auth_refused();
+                    let m = format!(
+                        "claims rank {} but its certificate does not name {}",
+                        h.rank,
+                        crate::tls::server_name(h.rank)
+                    );
+                    let msg = format!("peer from {remote} {m}");
+                    (
+                        error_header(0, ErrorCode::HandshakeRefused, m),
+                        msg,
+                        Vec::new(),
+                    )
+                }
                 Some(Body::Hello(h)) => match check(&state.hello, &h, None) {
                     Ok(()) => {
-                        let n = write_frame(&mut writer, &hello_header(&state.hello), &[])
+                        // Before answering: a restarted peer is ready only
+                        // once this rank knows to reconnect to it.
+                        state.peer_joined(&h, true);
+                        let n = write_frame(&mut writer, &hello_header(&state.hello_now()), &[])
                             .await
                             .map_err(|e| format!("send hello: {e}"))?;
                         state.stats.sent(pld_proto::MsgKind::Hello, n);

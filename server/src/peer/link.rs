@@ -47,6 +47,8 @@ pub(crate) struct Link {
     pub remote: SocketAddr,
     /// The largest payload the peer accepts in one frame.
     pub peer_max_payload: usize,
+    /// The peer's run (its Hello's epoch) this link reaches.
+    pub epoch: u64,
     /// `None` once a cancelled write left half a frame on the stream.
     writer: tokio::sync::Mutex<Option<PeerWriter>>,
     ops: Mutex<PeerOps<Waiter>>,
@@ -65,15 +67,13 @@ pub(crate) struct Link {
 impl Link {
     pub fn new(state: Arc<RankState>, est: Established) -> (Arc<Link>, FrameReader) {
         let peer = est.peer.rank;
-        let spin = match &est.writer {
-            PeerWriter::Spin(s) => Some(s.clone()),
-            _ => None,
-        };
+        let spin = est.writer.spin().cloned();
         let link = Link {
             peer,
             addr: state.config.peers[peer as usize].clone(),
             remote: est.remote,
             peer_max_payload: (est.peer.max_payload as usize).clamp(4096, u32::MAX as usize),
+            epoch: est.peer.epoch,
             writer: tokio::sync::Mutex::new(Some(est.writer)),
             ops: Mutex::new(PeerOps::new()),
             lost: OnceLock::new(),
@@ -175,7 +175,25 @@ impl Link {
             id,
             body: Some(body),
         };
-        let written = write_frame(writer, &header, payload).await;
+        // A peer that stops reading (cut off by a partition, hung) blocks
+        // the write once the socket's buffers fill; TCP would wait for
+        // many minutes. Give up after the op timeout: the stream then holds
+        // half a frame, so the writer goes and the link fails.
+        let timeout = self.state.config.op_timeout;
+        let written = match tokio::time::timeout(timeout, write_frame(writer, &header, payload))
+            .await
+        {
+            Ok(w) => w,
+            Err(_) => {
+                guard.writer.take();
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no progress writing for {timeout:?}: the peer does not read, or the network is cut"
+                    ),
+                ))
+            }
+        };
         guard.armed = false;
         drop(guard);
         match written {

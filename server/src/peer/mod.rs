@@ -42,6 +42,22 @@ pub(crate) struct RankState {
     /// identity; a rank that is still starting fails with it.
     refusal: std::sync::Mutex<Option<Refusal>>,
     refused: tokio::sync::Notify,
+    /// Restarts of peers: their epochs, pending rejoins, and the rank's
+    /// rejoin task's queue.
+    pub rejoin: Rejoin,
+}
+
+/// What a rank knows of its peers' runs (see `rank::links`).
+#[derive(Debug)]
+pub(crate) struct Rejoin {
+    /// The epoch each peer last showed (0: not seen yet).
+    epochs: std::sync::Mutex<Vec<u64>>,
+    /// Peers whose new run is being dialed.
+    pending: std::sync::Mutex<Vec<bool>>,
+    done: tokio::sync::Notify,
+    tx: tokio::sync::mpsc::UnboundedSender<u32>,
+    /// Taken by the rank's rejoin task.
+    pub rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<u32>>>,
 }
 
 /// Whether a rank moves frames, and a way to wait for the next one. The
@@ -117,6 +133,12 @@ pub(crate) struct Refusal {
 
 impl RankState {
     pub fn new(config: Config, windows: Windows) -> Self {
+        // This run's epoch: its start time, so that a restarted rank shows
+        // a larger one.
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            .max(1);
         let hello = Hello {
             protocol_version: PROTOCOL_VERSION,
             cluster_id: config.cluster_id.clone(),
@@ -124,6 +146,17 @@ impl RankState {
             nranks: config.nranks(),
             windows: windows.specs(),
             max_payload: config.max_payload as u64,
+            epoch,
+            barrier_epoch: 1,
+        };
+        let n = config.nranks() as usize;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let rejoin = Rejoin {
+            epochs: std::sync::Mutex::new(vec![0; n]),
+            pending: std::sync::Mutex::new(vec![false; n]),
+            done: tokio::sync::Notify::new(),
+            tx,
+            rx: std::sync::Mutex::new(Some(rx)),
         };
         let barrier = pld_proto::barrier::Barrier::new(config.rank, config.nranks());
         RankState {
@@ -137,7 +170,98 @@ impl RankState {
             activity: Activity::default(),
             refusal: std::sync::Mutex::new(None),
             refused: tokio::sync::Notify::new(),
+            rejoin,
         }
+    }
+
+    fn barrier_lock(&self) -> std::sync::MutexGuard<'_, pld_proto::barrier::Barrier> {
+        self.barrier.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This rank's Hello as of now (its barrier epoch moves).
+    pub fn hello_now(&self) -> Hello {
+        Hello {
+            barrier_epoch: self.barrier_lock().epoch(),
+            ..self.hello.clone()
+        }
+    }
+
+    /// A peer's Hello passed the checks: note its epoch, and join the
+    /// barriers where it is if this rank has run none yet (it restarted).
+    /// If `accepted` and the peer shows a new epoch, it restarted: a rejoin
+    /// is marked pending and queued before this rank answers it.
+    pub fn peer_joined(&self, h: &Hello, accepted: bool) {
+        if self.barrier_lock().adopt(h.barrier_epoch) {
+            tracing::info!(
+                rank = self.config.rank,
+                "joining the cluster's barriers at epoch {} (learnt from rank {})",
+                h.barrier_epoch,
+                h.rank
+            );
+        }
+        let r = h.rank as usize;
+        let old = {
+            let mut epochs = self.rejoin.epochs.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut epochs[r], h.epoch)
+        };
+        if old != 0 && old != h.epoch {
+            tracing::warn!(
+                rank = self.config.rank,
+                peer = h.rank,
+                "rank {} restarted (epoch {old} -> {})",
+                h.rank,
+                h.epoch
+            );
+            // A dial (this rank's own reconnect) replaces the link itself.
+            if accepted {
+                self.rejoin
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())[r] = true;
+                let _ = self.rejoin.tx.send(h.rank);
+            }
+        }
+    }
+
+    /// The rejoin of `peer` ended (its new link is in place, or dialing it
+    /// failed).
+    pub fn rejoin_done(&self, peer: u32) {
+        self.rejoin
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())[peer as usize] = false;
+        self.rejoin.done.notify_waiters();
+    }
+
+    /// Waits until no rejoin of `peer` is pending, or `deadline`.
+    pub async fn rejoined(&self, peer: u32, deadline: tokio::time::Instant) {
+        loop {
+            let done = self.rejoin.done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if !self
+                .rejoin
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())[peer as usize]
+            {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Whether a rejoin of `peer` is pending.
+    pub fn rejoining(&self, peer: u32) -> bool {
+        self.rejoin
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(peer as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     pub fn record_refusal(&self, r: Refusal) {
@@ -333,5 +457,8 @@ pub(crate) async fn write_frame(
         w.write_all(&head).await?;
         w.write_all(payload).await?;
     }
+    // TLS may hold the frame's last record until flushed (a no-op on the
+    // other transports).
+    w.flush().await?;
     Ok(total)
 }

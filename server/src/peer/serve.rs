@@ -42,6 +42,10 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
             {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => {
+                    if let Some(why) = crate::tls::auth_failure(&e) {
+                        state.stats.auth_refused();
+                        return tracing::warn!(%remote, "peer connection failed mutual TLS: {why}");
+                    }
                     return tracing::debug!(%remote, error = %e, "incoming connection failed");
                 }
                 Err(_) => return tracing::debug!(%remote, "incoming connection did not complete"),
@@ -174,6 +178,7 @@ async fn write_rows(writer: &mut PeerWriter, w: &Window, rows: Rows) -> std::io:
 
 async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut BytesMut) -> std::io::Result<()> {
     w.write_all(out).await?;
+    w.flush().await?;
     state.stats.bytes_out(out.len());
     out.clear();
     Ok(())

@@ -5,6 +5,7 @@
 //! completion and ordering rules every op follows.
 
 mod handle;
+mod links;
 mod region;
 mod rma;
 mod sync;
@@ -45,8 +46,8 @@ pub struct WindowId(u32);
 #[derive(Debug)]
 pub struct Rank {
     state: Arc<RankState>,
-    /// Indexed by rank; `None` for this rank.
-    links: Vec<Option<Arc<Link>>>,
+    /// Indexed by rank; `None` for this rank. Replaced when a peer restarts.
+    links: Arc<links::Links>,
     endpoint: Endpoint,
     local_addr: SocketAddr,
     /// The accept loop (and through it every served connection).
@@ -59,7 +60,7 @@ impl Drop for Rank {
     fn drop(&mut self) {
         // Handles of ops still in flight resolve (with this error) instead
         // of waiting for readers and sweepers that are about to stop.
-        for link in self.links.iter().flatten() {
+        for link in self.links.all() {
             link.abandon();
         }
         self.endpoint.close();
@@ -74,9 +75,9 @@ enum Parts {
     Remote(Vec<link::Pending>),
 }
 
-enum Target<'a> {
+enum Target {
     Local,
-    Remote(&'a Arc<Link>),
+    Remote(Arc<Link>),
 }
 
 impl Rank {
@@ -99,8 +100,9 @@ impl Rank {
                 e,
             )
         })?;
-        let settings =
-            TransportSettings::for_op_timeout(cfg.op_timeout).with_progress(cfg.progress);
+        let settings = TransportSettings::for_op_timeout(cfg.op_timeout)
+            .with_progress(cfg.progress)
+            .with_security(cfg.security.clone());
         let endpoint = Endpoint::bind(cfg.transport, listen, cfg.rank, &settings).await?;
         let local_addr = endpoint
             .local_addr()
@@ -154,6 +156,15 @@ impl Rank {
             let p = link.peer as usize;
             links[p] = Some(link);
         }
+        let links = Arc::new(links::Links::new(links));
+        if let Some(rx) = lock(&state.rejoin.rx).take() {
+            tasks.spawn(links::rejoin_loop(
+                state.clone(),
+                endpoint.clone(),
+                links.clone(),
+                rx,
+            ));
+        }
         tracing::info!(
             rank = cfg.rank,
             nranks = cfg.nranks(),
@@ -178,8 +189,7 @@ impl Rank {
     /// it at once.
     pub async fn shutdown(&self) {
         let mut closing = JoinSet::new();
-        for link in self.links.iter().flatten() {
-            let link = Arc::clone(link);
+        for link in self.links.all() {
             closing.spawn(async move { link.close().await });
         }
         let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
@@ -254,8 +264,9 @@ impl Rank {
             })
     }
 
-    fn target(&self, peer: u32) -> Result<Target<'_>> {
-        match self.links.get(peer as usize) {
+    /// Where an op to `peer` goes, as of now.
+    fn target_now(&self, peer: u32) -> Result<Target> {
+        match self.links.get(peer) {
             None => Err(Error::NoSuchRank {
                 rank: peer,
                 nranks: self.nranks(),
@@ -263,6 +274,22 @@ impl Rank {
             Some(None) => Ok(Target::Local),
             Some(Some(link)) => Ok(Target::Remote(link)),
         }
+    }
+
+    /// Where an op to `peer` goes; if `peer` restarted and its new link is
+    /// being made, waits for it (at most the op timeout).
+    async fn target(&self, peer: u32) -> Result<Target> {
+        if self.state.rejoining(peer) {
+            let deadline = Instant::now() + self.state.config.op_timeout;
+            self.state.rejoined(peer, deadline).await;
+        }
+        self.target_now(peer)
+    }
+
+    /// This run's epoch (its start time in ns): a restarted rank has a new
+    /// one, which its peers log when it rejoins.
+    pub fn epoch(&self) -> u64 {
+        self.state.hello.epoch
     }
 
     fn local_op<T>(&self, op: OpKind, peer: u32, r: Result<T, AccessError>) -> Result<OpHandle<T>> {
@@ -303,14 +330,14 @@ impl Rank {
         let w = self.win(op, peer, win)?;
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer)? {
+        let link = match self.target(peer).await? {
             Target::Local => return self.local_op(op, peer, w.write(offset, data)),
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
         let t = contiguous(Dtype::Int8, offset, data.len() as u64);
         let plan = ChunkPlan::by_rows(t.shape, link.peer_max_payload as u64);
-        let parts = region::send_chunks(link, op, win, &t, data, plan, usize::MAX)
+        let parts = region::send_chunks(&link, op, win, &t, data, plan, usize::MAX)
             .instrument(span)
             .await?;
         Ok(OpHandle::remote(
@@ -373,7 +400,7 @@ impl Rank {
         let len = buf.len() as u64;
         let w = self.win(op, peer, win)?;
         w.check_range(offset, len).map_err(self.refused(op, peer))?;
-        let link = match self.target(peer)? {
+        let link = match self.target(peer).await? {
             Target::Local => {
                 w.read_into(offset, &mut buf)
                     .map_err(self.refused(op, peer))?;
@@ -448,7 +475,7 @@ impl Rank {
         }
         w.check_elems(offset, operands.len() as u64, dtype)
             .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer)? {
+        let link = match self.target(peer).await? {
             Target::Local => return self.local_op(op, peer, w.atomic_add(offset, dtype, operands)),
             Target::Remote(link) => link,
         };
@@ -456,7 +483,7 @@ impl Rank {
         let size = dtype.size() as u64;
         let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
         let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
-        let parts = region::send_chunks(link, op, win, &t, operands, plan, usize::MAX)
+        let parts = region::send_chunks(&link, op, win, &t, operands, plan, usize::MAX)
             .instrument(span)
             .await?;
         Ok(OpHandle::remote(
@@ -502,9 +529,9 @@ impl Rank {
             dtype: dtype as i32,
             value,
         });
-        match self.target(peer)? {
+        match self.target(peer).await? {
             Target::Local => self.local_op(op, peer, w.fetch_add(offset, dtype, value)),
-            Target::Remote(link) => self.single(link, op, body, handle::value).await,
+            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
         }
     }
 
@@ -549,11 +576,11 @@ impl Rank {
             expected,
             desired,
         });
-        match self.target(peer)? {
+        match self.target(peer).await? {
             Target::Local => {
                 self.local_op(op, peer, w.compare_swap(offset, dtype, expected, desired))
             }
-            Target::Remote(link) => self.single(link, op, body, handle::value).await,
+            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
         }
     }
 
@@ -596,9 +623,9 @@ impl Rank {
             value,
             op: notify as i32,
         });
-        match self.target(peer)? {
+        match self.target(peer).await? {
             Target::Local => self.local_op(op, peer, w.notify(offset, notify, value)),
-            Target::Remote(link) => self.single(link, op, body, handle::acked).await,
+            Target::Remote(link) => self.single(&link, op, body, handle::acked).await,
         }
     }
 
@@ -625,7 +652,7 @@ impl Rank {
     /// in arrival order, so ops to one peer are already applied in issue
     /// order; `fence` only checks the rank. See `docs/semantics.md`.
     pub fn fence(&self, peer: u32) -> Result<()> {
-        self.target(peer).map(|_| ())
+        self.target_now(peer).map(|_| ())
     }
 }
 

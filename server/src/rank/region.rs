@@ -198,7 +198,7 @@ impl Rank {
             .map_err(self.refused(op, peer))?;
         // A get's replies come to this rank: its chunks obey this rank's
         // frame limit; stores obey the target's.
-        let max = match self.target(peer)? {
+        let max = match self.target_now(peer)? {
             Target::Remote(link) if op != OpKind::Get => link.peer_max_payload,
             _ => self.state.config.max_payload,
         };
@@ -217,7 +217,7 @@ impl Rank {
     ) -> Result<()> {
         check_buffer(op, t, t.src, src.len(), "the source buffer")?;
         let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
-        match self.target(peer)? {
+        match self.target(peer).await? {
             Target::Local => {
                 let whole = Chunk {
                     row: 0,
@@ -236,7 +236,7 @@ impl Rank {
                 Ok(())
             }
             Target::Remote(link) => {
-                let inflight = send_chunks(link, op, win, t, src, plan, depth).await?;
+                let inflight = send_chunks(&link, op, win, t, src, plan, depth).await?;
                 for p in inflight {
                     handle::acked(
                         vec![p.wait().await?],
@@ -292,7 +292,7 @@ impl Rank {
         let elem = t.dtype.size() as u64;
         check_buffer(op, t, t.dst, dst.len(), "the destination buffer")?;
         let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
-        let link = match self.target(peer)? {
+        let link = match self.target(peer).await? {
             Target::Local => {
                 let whole = Chunk {
                     row: 0,

@@ -9,7 +9,6 @@ use crate::error::{AccessError, Error, Result, unreachable_note};
 use pld_proto::barrier::{Progress, join};
 use pld_proto::v1::{PeerGet, header::Body};
 use pld_proto::{Cmp, OpKind};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -31,12 +30,8 @@ impl Rank {
     }
 
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
-        let tickets: Vec<_> = self
-            .links
-            .iter()
-            .flatten()
-            .map(|l| (l, l.ticket()))
-            .collect();
+        let links = self.links.all();
+        let tickets: Vec<_> = links.iter().map(|l| (l, l.ticket())).collect();
         let mut late = Vec::new();
         for (link, ticket) in &tickets {
             if !link.wait_done_before(*ticket, deadline).await {
@@ -93,7 +88,11 @@ impl Rank {
             let progress = lock().progress(&mut out);
             for i in 0..out.len() {
                 let s = out[i];
-                if let Some(Some(link)) = self.links.get(s.to as usize) {
+                // A peer that restarted: signal its new run, not the dead one.
+                if state.rejoining(s.to) {
+                    state.rejoined(s.to, deadline).await;
+                }
+                if let Some(Some(link)) = self.links.get(s.to) {
                     // A signal that cannot be sent fails the barrier now: this
                     // rank may already hold everything it waits for, and
                     // leaving would strand the peer that never hears from it.
@@ -135,7 +134,10 @@ impl Rank {
     }
 
     async fn barrier_timeout(&self, m: pld_proto::barrier::Missing, timeout: Duration) -> Error {
-        let unreachable = self.unreachable(&m.not_heard_from).await;
+        // Probe every peer, not only those not heard from: a rank this one
+        // waits for may itself be stuck on a dead one further along.
+        let others: Vec<u32> = (0..self.nranks()).filter(|r| *r != self.rank()).collect();
+        let unreachable = self.unreachable(&others).await;
         let hint = if unreachable.is_empty() {
             format!(
                 "; rank{} {} answer{} but did not enter this barrier",
@@ -244,14 +246,13 @@ impl Rank {
     pub async fn unreachable(&self, peers: &[u32]) -> Vec<(u32, String)> {
         let mut probes = tokio::task::JoinSet::new();
         for &p in peers {
-            let Some(Some(link)) = self.links.get(p as usize) else {
+            let Some(Some(link)) = self.links.get(p) else {
                 continue;
             };
             if let Some(why) = link.lost_reason() {
                 probes.spawn(std::future::ready((p, Some(why.to_string()))));
                 continue;
             }
-            let link = Arc::clone(link);
             probes.spawn(async move {
                 let probe = Body::Get(PeerGet {
                     window: 0,

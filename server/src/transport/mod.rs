@@ -8,13 +8,16 @@
 mod quic;
 mod spin;
 mod tcp;
+mod tls_tcp;
 
 pub use quic::TransportSettings;
 /// A QUIC connection (quinn's), as held by [`Connection`].
 pub use quinn::Connection as QuicConnection;
 pub use spin::SpinTcp;
+pub use tcp::TcpOpts;
+pub use tls_tcp::{TcpIo, TlsReader, TlsWriter};
 
-use crate::config::{Progress, TransportKind};
+use crate::config::TransportKind;
 use crate::error::{Error, Result};
 use std::io;
 use std::net::SocketAddr;
@@ -123,6 +126,7 @@ impl PeerReader {
                 }
             },
             PeerReader::Spin(s) => std::future::poll_fn(move |cx| s.poll_read_raw(cx, dst)).await,
+            PeerReader::Tls(t) => t.read_raw(dst).await,
             PeerReader::Quic(r) => match r.read_chunk(dst.len, true).await {
                 Ok(Some(chunk)) => {
                     // SAFETY: the chunk holds at most `dst.len` bytes.
@@ -158,7 +162,7 @@ impl PeerWriter {
     /// Whether this transport writes straight from raw memory (TCP); QUIC
     /// takes its data into its own buffers, so callers copy for it instead.
     pub fn writes_raw(&self) -> bool {
-        !matches!(self, PeerWriter::Quic(_))
+        !matches!(self, PeerWriter::Quic(_) | PeerWriter::Tls(_))
     }
 
     /// Writes all of raw memory `src`. Only for transports that
@@ -179,8 +183,10 @@ impl PeerWriter {
                 PeerWriter::Spin(s) => {
                     std::future::poll_fn(move |cx| s.poll_write_raw(cx, src)).await?
                 }
-                PeerWriter::Quic(_) => {
-                    return Err(io::Error::other("QUIC does not write from raw memory"));
+                PeerWriter::Quic(_) | PeerWriter::Tls(_) => {
+                    return Err(io::Error::other(
+                        "QUIC and TLS do not write from raw memory",
+                    ));
                 }
             };
             src = src.offset(n);
@@ -195,6 +201,7 @@ pub enum PeerReader {
     Tcp(tokio::net::tcp::OwnedReadHalf),
     Spin(std::sync::Arc<SpinTcp>),
     Quic(quinn::RecvStream),
+    Tls(Box<tls_tcp::TlsReader>),
 }
 
 /// The sending half of a peer connection.
@@ -203,6 +210,18 @@ pub enum PeerWriter {
     Tcp(tokio::net::tcp::OwnedWriteHalf),
     Spin(std::sync::Arc<SpinTcp>),
     Quic(quinn::SendStream),
+    Tls(tls_tcp::TlsWriter),
+}
+
+impl PeerWriter {
+    /// The spinning TCP socket under this writer, if there is one.
+    pub fn spin(&self) -> Option<&std::sync::Arc<SpinTcp>> {
+        match self {
+            PeerWriter::Spin(s) => Some(s),
+            PeerWriter::Tls(t) => t.spin.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 impl AsyncRead for PeerReader {
@@ -215,6 +234,7 @@ impl AsyncRead for PeerReader {
             PeerReader::Tcp(r) => Pin::new(r).poll_read(cx, buf),
             PeerReader::Spin(s) => s.poll_read(cx, buf),
             PeerReader::Quic(r) => Pin::new(r).poll_read(cx, buf),
+            PeerReader::Tls(t) => tls_tcp::eof_is_close(Pin::new(&mut t.io).poll_read(cx, buf)),
         }
     }
 }
@@ -229,6 +249,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_write(cx, buf),
             PeerWriter::Spin(s) => s.poll_write(cx, buf),
             PeerWriter::Quic(w) => Pin::new(w).poll_write(cx, buf).map_err(io::Error::from),
+            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_write(cx, buf),
         }
     }
 
@@ -237,6 +258,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_flush(cx),
             PeerWriter::Spin(_) => Poll::Ready(Ok(())),
             PeerWriter::Quic(w) => Pin::new(w).poll_flush(cx),
+            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_flush(cx),
         }
     }
 
@@ -245,6 +267,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_shutdown(cx),
             PeerWriter::Spin(s) => Poll::Ready(s.shutdown()),
             PeerWriter::Quic(w) => Pin::new(w).poll_shutdown(cx),
+            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_shutdown(cx),
         }
     }
 }
@@ -257,6 +280,8 @@ pub struct Connection {
     pub remote: SocketAddr,
     /// Keeps the QUIC connection open and lets its owner close it.
     pub quic: Option<quinn::Connection>,
+    /// The peer's certificate, when the connection is mutual TLS.
+    pub peer_cert: Option<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Connection {
@@ -272,7 +297,7 @@ impl Connection {
 /// A bound peer-plane endpoint: accepts peers and dials them.
 #[derive(Debug, Clone)]
 pub enum Endpoint {
-    Tcp(std::sync::Arc<tokio::net::TcpListener>, Progress),
+    Tcp(std::sync::Arc<tokio::net::TcpListener>, tcp::TcpOpts),
     Quic(quinn::Endpoint),
 }
 
@@ -281,7 +306,7 @@ pub enum Endpoint {
 /// peer from holding up the others.
 #[derive(Debug)]
 pub enum Incoming {
-    Tcp(tokio::net::TcpStream, SocketAddr, Progress),
+    Tcp(tokio::net::TcpStream, SocketAddr, tcp::TcpOpts),
     Quic(Box<quinn::Incoming>),
 }
 
@@ -294,9 +319,10 @@ impl Endpoint {
         settings: &TransportSettings,
     ) -> Result<Endpoint> {
         match kind {
-            TransportKind::Tcp => tcp::bind(addr)
-                .await
-                .map(|l| Endpoint::Tcp(l.into(), settings.progress)),
+            TransportKind::Tcp => {
+                let opts = tcp::TcpOpts::new(rank, settings.progress, &settings.security)?;
+                tcp::bind(addr).await.map(|l| Endpoint::Tcp(l.into(), opts))
+            }
             TransportKind::Quic => quic::bind(addr, rank, settings).map(Endpoint::Quic),
         }
         .map_err(|e| match e {
@@ -321,9 +347,9 @@ impl Endpoint {
     /// The next arriving connection; `None` once the endpoint is closed.
     pub async fn accept(&self) -> Option<Incoming> {
         match self {
-            Endpoint::Tcp(l, progress) => loop {
+            Endpoint::Tcp(l, opts) => loop {
                 match l.accept().await {
-                    Ok((s, a)) => return Some(Incoming::Tcp(s, a, *progress)),
+                    Ok((s, a)) => return Some(Incoming::Tcp(s, a, opts.clone())),
                     // Transient (EMFILE, ECONNABORTED, ...): log and keep accepting.
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
@@ -338,7 +364,7 @@ impl Endpoint {
     /// Dials the rank `peer` at `addr` and opens the request stream.
     pub async fn dial(&self, addr: SocketAddr, peer: u32) -> io::Result<Connection> {
         match self {
-            Endpoint::Tcp(_, progress) => tcp::dial(addr, *progress).await,
+            Endpoint::Tcp(_, opts) => tcp::dial(addr, peer, opts).await,
             Endpoint::Quic(e) => quic::dial(e, addr, peer).await,
         }
     }
@@ -363,7 +389,7 @@ impl Incoming {
     /// Completes the connection and accepts the peer's request stream.
     pub async fn establish(self) -> io::Result<Connection> {
         match self {
-            Incoming::Tcp(s, a, progress) => tcp::established(s, a, progress),
+            Incoming::Tcp(s, a, opts) => tcp::established(s, a, &opts).await,
             Incoming::Quic(i) => quic::establish(*i).await,
         }
     }

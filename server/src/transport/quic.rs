@@ -4,7 +4,7 @@
 use super::{Connection, PeerReader, PeerWriter};
 use crate::config::Progress;
 use crate::error::{Error, Result};
-use crate::tls;
+use crate::tls::{self, Security};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use std::io;
@@ -23,6 +23,8 @@ pub struct TransportSettings {
     pub keep_alive: Duration,
     /// Sleep or busy-poll.
     pub progress: Progress,
+    /// Mutual TLS or none (see [`crate::tls`]).
+    pub security: Security,
 }
 
 impl TransportSettings {
@@ -32,12 +34,19 @@ impl TransportSettings {
             idle_timeout: op_timeout.max(Duration::from_secs(2)),
             keep_alive: Duration::from_millis(500),
             progress: Progress::Sleep,
+            security: Security::Insecure,
         }
     }
 
     /// These settings with `progress`.
     pub fn with_progress(mut self, progress: Progress) -> Self {
         self.progress = progress;
+        self
+    }
+
+    /// These settings with `security`.
+    pub fn with_security(mut self, security: Security) -> Self {
+        self.security = security;
         self
     }
 }
@@ -104,15 +113,15 @@ fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> Result<qui
 }
 
 fn client_config(s: &TransportSettings) -> Result<quinn::ClientConfig> {
-    let crypto =
-        QuicClientConfig::try_from(tls::client_config()?).map_err(|e| Error::Tls(e.to_string()))?;
+    let crypto = QuicClientConfig::try_from(tls::client_config(&s.security)?)
+        .map_err(|e| Error::Tls(e.to_string()))?;
     let mut c = quinn::ClientConfig::new(Arc::new(crypto));
     c.transport_config(transport_config(s)?);
     Ok(c)
 }
 
 pub(super) fn bind(addr: SocketAddr, rank: u32, s: &TransportSettings) -> Result<quinn::Endpoint> {
-    let crypto = QuicServerConfig::try_from(tls::server_config(rank)?)
+    let crypto = QuicServerConfig::try_from(tls::server_config(rank, &s.security)?)
         .map_err(|e| Error::Tls(e.to_string()))?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     server.transport_config(transport_config(s)?);
@@ -142,6 +151,7 @@ pub(super) async fn dial(
         reader: PeerReader::Quic(recv),
         writer: PeerWriter::Quic(send),
         remote: addr,
+        peer_cert: peer_cert(&conn),
         quic: Some(conn),
     })
 }
@@ -154,6 +164,16 @@ pub(super) async fn establish(incoming: quinn::Incoming) -> io::Result<Connectio
         reader: PeerReader::Quic(recv),
         writer: PeerWriter::Quic(send),
         remote,
+        peer_cert: peer_cert(&conn),
         quic: Some(conn),
     })
+}
+
+/// The peer's certificate, if it showed one (mutual TLS).
+fn peer_cert(conn: &quinn::Connection) -> Option<rustls::pki_types::CertificateDer<'static>> {
+    let certs = conn
+        .peer_identity()?
+        .downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+        .ok()?;
+    certs.into_iter().next()
 }

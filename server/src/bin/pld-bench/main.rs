@@ -90,6 +90,11 @@ struct Cli {
     /// A tenth of the iterations: a smoke run.
     #[arg(long)]
     quick: bool,
+    /// Mutual TLS between the benchmark's ranks, with this material (made
+    /// by `pld-daemon certs`). Without it the peer plane runs --insecure,
+    /// as MPI does: QUIC still encrypts, TCP is plaintext.
+    #[arg(long)]
+    tls_dir: Option<PathBuf>,
     /// Internal: run as a helper process (raw-server, barrier-rank).
     #[arg(long, hide = true)]
     internal: Option<String>,
@@ -132,6 +137,10 @@ fn config(rank: u32, peers: &[String], cli: &Cli, windows: &[&str]) -> anyhow::R
     c.connect_timeout = Duration::from_secs(30);
     c.op_timeout = Duration::from_secs(60);
     c.sync_timeout = Duration::from_secs(120);
+    c.security = match &cli.tls_dir {
+        Some(dir) => pld_server::Security::from_dir(dir, rank)?,
+        None => pld_server::Security::Insecure,
+    };
     Ok(c)
 }
 
@@ -186,6 +195,9 @@ fn me_as(cli: &Cli, internal: &str) -> anyhow::Result<Command> {
     .args(["--progress", &cli.progress.to_string()])
     .args(["--spin-idle", &format!("{}ms", cli.spin_idle.as_millis())])
     .stdout(Stdio::piped());
+    if let Some(dir) = &cli.tls_dir {
+        c.arg("--tls-dir").arg(dir);
+    }
     Ok(c)
 }
 
@@ -405,6 +417,10 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             .args(["--progress", &cli.progress.to_string()])
             .args(["--spin-idle", &format!("{}ms", cli.spin_idle.as_millis())])
             .args(["--op-timeout", "60s"])
+            .args(match &cli.tls_dir {
+                Some(dir) => vec!["--tls-dir".into(), dir.clone().into_os_string()],
+                None => vec!["--insecure".into()],
+            })
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped());
             for w in WINDOWS {

@@ -4,6 +4,7 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use half::bf16;
+use pld_server::tls::TempTlsDir;
 use pld_server::transport::free_loopback_port;
 use pld_server::{Config, Dtype, NotifyOp, Rank, TransportKind};
 use std::io::{BufRead, BufReader};
@@ -31,11 +32,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         format!("127.0.0.1:{}", free_loopback_port()?),
         format!("127.0.0.1:{}", free_loopback_port()?),
     ];
+    // A throwaway cluster CA: the two ranks authenticate each other.
+    let tls = TempTlsDir::new(2)?;
     let exe = std::env::current_exe().context("locating pld-daemon")?;
     let mut child = ChildGuard(
         Command::new(exe)
             .args(["--rank", "1", "--peers", &peers.join(","), "--transport"])
             .arg(args.transport.to_string())
+            .arg("--tls-dir")
+            .arg(tls.path())
             .args(["--window", "data=1MiB", "--window", "signal=4KiB"])
             .env(
                 "RUST_LOG",
@@ -46,7 +51,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .context("starting rank 1")?,
     );
     println!(
-        "pld demo: 2 ranks on loopback over {}: rank 0 in this process, rank 1 is pld-daemon (pid {})",
+        "pld demo: 2 ranks on loopback over {} with mutual TLS (a throwaway CA): rank 0 in this process, rank 1 is pld-daemon (pid {})",
         args.transport,
         child.0.id()
     );
@@ -58,6 +63,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .collect::<Result<_, _>>()
         .map_err(anyhow::Error::msg)?;
     config.connect_timeout = Duration::from_secs(20);
+    config.security = tls.security(0)?;
     let rank = Rank::start(config).await?;
     // Rank 1 prints its ready line once it is connected too.
     let stdout = child.0.stdout.take().context("rank 1 stdout")?;

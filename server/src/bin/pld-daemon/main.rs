@@ -1,7 +1,8 @@
 //! `pld-daemon`: one rank of a pld cluster.
 //!
 //! ```text
-//! pld-daemon --rank 0 --peers 127.0.0.1:7000,127.0.0.1:7001
+//! pld-daemon certs --ranks 2 --out certs   # a cluster CA and one certificate per rank
+//! pld-daemon --rank 0 --peers 127.0.0.1:7000,127.0.0.1:7001 --tls-dir certs
 //! pld-daemon demo            # a 2-rank cluster on loopback, a put, a get, an atomic add
 //! ```
 
@@ -41,6 +42,19 @@ enum Command {
     /// Start a 2-rank cluster on loopback (rank 1 as a child pld-daemon),
     /// do a put, a get and an atomic add across it, and print the results.
     Demo(demo::DemoArgs),
+    /// Make a cluster CA and one certificate per rank in DIR (ca.pem,
+    /// rank-R.pem, rank-R.key) for --tls-dir. The CA's key is not kept.
+    Certs {
+        /// How many ranks to make certificates for.
+        #[arg(long)]
+        ranks: u32,
+        /// Where to write them (created if needed).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// The cluster's name, written into the CA's subject.
+        #[arg(long, default_value = "pld")]
+        cluster_id: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +117,15 @@ struct RunArgs {
     /// http://ADDR/metrics.
     #[arg(long, env = "PLD_METRICS")]
     metrics: Option<SocketAddr>,
+    /// Mutual TLS between ranks: a directory made by `pld-daemon certs`
+    /// (ca.pem, rank-R.pem, rank-R.key). Peers must show a certificate of
+    /// that CA naming the rank they claim.
+    #[arg(long, env = "PLD_TLS_DIR", conflicts_with = "insecure")]
+    tls_dir: Option<std::path::PathBuf>,
+    /// Run the peer plane without authentication: anyone who can reach the
+    /// port can read and write every window. For trusted networks only.
+    #[arg(long, env = "PLD_INSECURE")]
+    insecure: bool,
 }
 
 impl RunArgs {
@@ -139,6 +162,13 @@ impl RunArgs {
             Progress::Sleep => Progress::Sleep,
         };
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
+        c.security = match (self.tls_dir, self.insecure) {
+            (Some(dir), _) => pld_server::Security::from_dir(&dir, rank)
+                .with_context(|| format!("rank {rank}: TLS material in {}", dir.display()))?,
+            (None, true) => pld_server::Security::Insecure,
+            // Config::validate refuses it, after the rest of the flags.
+            (None, false) => pld_server::Security::Unset,
+        };
         Ok(c)
     }
 }
@@ -168,9 +198,23 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The demo is a tour: only warnings interrupt it unless RUST_LOG says otherwise.
     init_logging(match cli.command {
-        Some(Command::Demo(_)) => tracing::Level::WARN,
+        Some(Command::Demo(_) | Command::Certs { .. }) => tracing::Level::WARN,
         None => tracing::Level::INFO,
     });
+    if let Some(Command::Certs {
+        ranks,
+        out,
+        cluster_id,
+    }) = &cli.command
+    {
+        return match certs(*ranks, out, cluster_id) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pld-daemon: error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     // A spinning rank keeps one thread busy: it runs on a current-thread
     // runtime (a second worker would only take the core its peers need, and
     // the multi-thread scheduler's bookkeeping costs on every spin).
@@ -189,6 +233,7 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
+            Some(Command::Certs { .. }) => Ok(()),
             None => serve(cli.run).await,
         }
     });
@@ -201,11 +246,40 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+fn certs(ranks: u32, out: &std::path::Path, cluster_id: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(ranks > 0, "--ranks must be at least 1");
+    let ca = pld_server::tls::ClusterCa::generate(cluster_id)?;
+    let files = ca.write_dir(out, ranks)?;
+    println!(
+        "pld-daemon: wrote a cluster CA and certificates for ranks 0..{ranks} ({} files) to {}",
+        files.len(),
+        out.display()
+    );
+    println!(
+        "pld-daemon: start each rank with --tls-dir {}",
+        out.display()
+    );
+    Ok(())
+}
+
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let grpc_opts = args.grpc()?;
     let metrics_addr = args.metrics;
     let config = args.config()?;
     let id = config.rank;
+    config.validate()?;
+    if !config.security.is_tls() {
+        let banner = "!".repeat(72);
+        eprintln!(
+            "{banner}\n\
+             pld-daemon: rank {id} runs with --insecure: peers are NOT authenticated.\n\
+             Anyone who can reach {} can read and write every window of this rank.\n\
+             Use --tls-dir (pld-daemon certs makes one) outside a trusted network.\n\
+             {banner}",
+            config.listen_addr()
+        );
+        tracing::warn!(rank = id, "peer plane is unauthenticated (--insecure)");
+    }
     // The client plane comes up first, NOT_SERVING, so that probes and
     // clients can reach the daemon while it connects to its peers.
     let grpc = match grpc_opts {
@@ -249,11 +323,12 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     // The ready line is the contract with scripts and tests: it is printed
     // once every peer is connected and the rank serves.
     println!(
-        "pld-daemon: rank {} of {} ready on {} ({})",
+        "pld-daemon: rank {} of {} ready on {} ({}, epoch {})",
         rank.rank(),
         rank.nranks(),
         rank.local_addr(),
-        rank.transport()
+        rank.transport(),
+        rank.epoch()
     );
     std::io::stdout().flush()?;
     wait_for_signal().await?;
