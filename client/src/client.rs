@@ -23,6 +23,12 @@ pub struct ClientOptions {
     /// connecting to its peers (NOT_SERVING). Zero: one attempt, and a
     /// daemon whose mesh is not up is an error.
     pub wait_ready: Duration,
+    /// Talk TLS (`pld-daemon --grpc-tls`), trusting this CA certificate
+    /// (PEM; the cluster's `ca.pem`). `None`: plaintext.
+    pub tls_ca: Option<Vec<u8>>,
+    /// The name the daemon's certificate must carry; by default the host
+    /// part of the address dialed.
+    pub tls_domain: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -30,6 +36,8 @@ impl Default for ClientOptions {
         ClientOptions {
             token: None,
             wait_ready: Duration::from_secs(30),
+            tls_ca: None,
+            tls_domain: None,
         }
     }
 }
@@ -70,11 +78,37 @@ impl Client {
             ),
             None => None,
         };
+        let scheme = if opts.tls_ca.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let tls = opts.tls_ca.as_ref().map(|ca| {
+            // The name to verify: given, or the host of HOST:PORT / a URI.
+            let host = addr
+                .rsplit("://")
+                .next()
+                .unwrap_or(addr)
+                .rsplit_once(':')
+                .map_or(addr, |(h, _)| h)
+                .trim_matches(|c| c == '[' || c == ']');
+            tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tonic::transport::Certificate::from_pem(ca))
+                .domain_name(opts.tls_domain.clone().unwrap_or_else(|| host.to_string()))
+        });
         let endpoint_of = |uri: String| -> Result<Endpoint> {
-            let endpoint = Endpoint::from_shared(uri).map_err(|e| Error::Connect {
+            let mut endpoint = Endpoint::from_shared(uri).map_err(|e| Error::Connect {
                 addr: addr.into(),
                 reason: format!("not an address: {e}"),
             })?;
+            if let Some(tls) = &tls {
+                endpoint = endpoint
+                    .tls_config(tls.clone())
+                    .map_err(|e| Error::Connect {
+                        addr: addr.into(),
+                        reason: format!("TLS: {e}"),
+                    })?;
+            }
             Ok(endpoint
                 .connect_timeout(Duration::from_secs(5))
                 .tcp_nodelay(true)
@@ -87,7 +121,7 @@ impl Client {
         let fixed = if addr.contains("://") {
             Some(endpoint_of(addr.to_string())?)
         } else {
-            endpoint_of(format!("http://{addr}"))?;
+            endpoint_of(format!("{scheme}://{addr}"))?;
             None
         };
         let deadline = Instant::now() + opts.wait_ready;
@@ -103,7 +137,7 @@ impl Client {
                                 reason: e.to_string(),
                             }
                         })?;
-                        endpoint_of(format!("http://{ip}"))?
+                        endpoint_of(format!("{scheme}://{ip}"))?
                     }
                 };
                 let channel = endpoint.connect().await.map_err(|e| Error::Connect {

@@ -74,6 +74,7 @@ fn every_documented_error_code_comes_from_a_real_bad_request() {
         let quick = |token: Option<&str>| ClientOptions {
             token: token.map(String::from),
             wait_ready: Duration::ZERO,
+            ..Default::default()
         };
 
         // UNAUTHENTICATED: no token, a wrong one.

@@ -79,7 +79,10 @@ pub fn tls_dir() -> &'static std::path::Path {
         }
         let dir = tmp.join(format!("pld-tests-tls-{}", std::process::id()));
         pld_server::tls::ClusterCa::generate("pld-tests")
-            .and_then(|ca| ca.write_dir(&dir, MAX_RANKS))
+            .and_then(|ca| {
+                ca.write_dir(&dir, MAX_RANKS)?;
+                ca.write_grpc(&dir, &["localhost".into(), "127.0.0.1".into()])
+            })
             .expect("writing the test cluster's TLS material");
         dir
     })

@@ -202,7 +202,8 @@ fn certs_makes_a_ca_and_one_certificate_per_rank_naming_it() {
     let out = dir.to_str().unwrap();
     let (ok, stdout, err) = daemon(&["certs", "--ranks", "3", "--out", out]);
     assert!(ok, "{err}");
-    assert!(stdout.contains("ranks 0..3 (7 files)"), "{stdout}");
+    assert!(stdout.contains("ranks 0..3 (9 files)"), "{stdout}");
+    assert!(dir.join("grpc.pem").exists() && dir.join("grpc.key").exists());
     for r in 0..3u32 {
         let key = dir.join(format!("rank-{r}.key"));
         let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;

@@ -119,19 +119,33 @@ class Client:
     """A connection to one pld daemon (``pld-daemon --grpc HOST:PORT``).
 
     ``wait_ready`` seconds are spent waiting for a daemon that is not up,
-    or whose peer mesh is not up yet; 0 tries once.
+    or whose peer mesh is not up yet; 0 tries once. ``tls_ca`` (PEM bytes
+    of the cluster's ``ca.pem``) talks TLS to a ``--grpc-tls`` daemon;
+    ``tls_domain`` is the name its certificate must carry (by default the
+    host of ``addr``).
     """
 
-    def __init__(self, addr: str, token: Optional[str] = None, wait_ready: float = 30.0):
+    def __init__(
+        self,
+        addr: str,
+        token: Optional[str] = None,
+        wait_ready: float = 30.0,
+        tls_ca: Optional[bytes] = None,
+        tls_domain: Optional[str] = None,
+    ):
         self.addr = addr
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        self._channel = grpc.insecure_channel(
-            addr,
-            options=[
-                ("grpc.max_receive_message_length", -1),
-                ("grpc.max_send_message_length", -1),
-            ],
-        )
+        options = [
+            ("grpc.max_receive_message_length", -1),
+            ("grpc.max_send_message_length", -1),
+        ]
+        if tls_ca is not None:
+            if tls_domain:
+                options.append(("grpc.ssl_target_name_override", tls_domain))
+            creds = grpc.ssl_channel_credentials(root_certificates=tls_ca)
+            self._channel = grpc.secure_channel(addr, creds, options=options)
+        else:
+            self._channel = grpc.insecure_channel(addr, options=options)
         self._stub = pb_grpc.PldStub(self._channel)
         deadline = time.monotonic() + wait_ready
         backoff = 0.02

@@ -42,6 +42,44 @@ pub struct GrpcOptions {
     pub token: Option<String>,
     /// The most data bytes in one unary request or response.
     pub max_message_data: usize,
+    /// Serve TLS with this certificate (chain) and key, PEM; clients verify
+    /// it against the cluster CA (`pld-daemon certs` makes `grpc.pem`).
+    pub tls: Option<GrpcTls>,
+}
+
+/// The client plane's TLS identity, PEM.
+#[derive(Clone)]
+pub struct GrpcTls {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for GrpcTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcTls").finish_non_exhaustive()
+    }
+}
+
+impl GrpcTls {
+    /// `grpc.pem` and `grpc.key` of a directory made by `pld-daemon certs`.
+    pub fn from_dir(dir: &std::path::Path) -> crate::Result<GrpcTls> {
+        let read = |name: &str| {
+            let p = dir.join(name);
+            std::fs::read(&p).map_err(|e| {
+                crate::Error::io(
+                    format!(
+                        "reading {} (pld-daemon certs --grpc-names makes it)",
+                        p.display()
+                    ),
+                    e,
+                )
+            })
+        };
+        Ok(GrpcTls {
+            cert_pem: read("grpc.pem")?,
+            key_pem: read("grpc.key")?,
+        })
+    }
 }
 
 impl GrpcOptions {
@@ -51,6 +89,7 @@ impl GrpcOptions {
             addr,
             token: None,
             max_message_data: DEFAULT_MAX_MESSAGE_DATA,
+            tls: None,
         }
     }
 
@@ -148,7 +187,14 @@ impl GrpcServer {
         );
         let (stop, mut stopped) = watch::channel(false);
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        let router = tonic::transport::Server::builder()
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = &opts.tls {
+            let identity = tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem);
+            builder = builder
+                .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+                .map_err(|e| crate::Error::Tls(format!("gRPC TLS: {e}")))?;
+        }
+        let router = builder
             .tcp_nodelay(true)
             // HTTP/2's 64 KiB default windows cap a stream at a few
             // hundred MB/s on loopback; streamed transfers need more.
@@ -171,7 +217,7 @@ impl GrpcServer {
                 tracing::error!(rank, "the gRPC server stopped: {e}");
             }
         });
-        tracing::info!(rank, addr = %local_addr, token = opts.token.is_some(), "gRPC client plane listening");
+        tracing::info!(rank, addr = %local_addr, token = opts.token.is_some(), tls = opts.tls.is_some(), "gRPC client plane listening");
         Ok(GrpcServer {
             shared,
             health,

@@ -98,6 +98,39 @@ impl ClusterCa {
         })
     }
 
+    /// A server certificate for the gRPC client plane, valid for `names`
+    /// (DNS names or IP addresses, as clients dial the daemons).
+    pub fn issue_grpc(&self, names: &[String]) -> Result<RankCert> {
+        let key = KeyPair::generate().map_err(tls_err("gRPC key"))?;
+        let mut params = CertificateParams::new(names.to_vec()).map_err(tls_err("gRPC names"))?;
+        params.distinguished_name.push(
+            DnType::CommonName,
+            format!("pld client plane ({})", self.cluster_id),
+        );
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .map_err(tls_err("gRPC certificate"))?;
+        Ok(RankCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// Writes `grpc.pem` and `grpc.key` (see [`ClusterCa::issue_grpc`]).
+    pub fn write_grpc(&self, dir: &Path, names: &[String]) -> Result<Vec<PathBuf>> {
+        let c = self.issue_grpc(names)?;
+        let (cert, key) = (dir.join("grpc.pem"), dir.join("grpc.key"));
+        let io = |p: &Path| {
+            let p = p.display().to_string();
+            move |e| Error::io(format!("writing {p}"), e)
+        };
+        std::fs::write(&cert, &c.cert_pem).map_err(io(&cert))?;
+        write_private(&key, c.key_pem.as_bytes()).map_err(io(&key))?;
+        Ok(vec![cert, key])
+    }
+
     /// `rank`'s identity, in memory.
     pub fn identity(&self, rank: u32) -> Result<Identity> {
         let c = self.issue(rank)?;
@@ -175,7 +208,9 @@ impl TempTlsDir {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        ClusterCa::generate("throwaway")?.write_dir(&dir, nranks)?;
+        let ca = ClusterCa::generate("throwaway")?;
+        ca.write_dir(&dir, nranks)?;
+        ca.write_grpc(&dir, &["localhost".into(), "127.0.0.1".into()])?;
         Ok(TempTlsDir { dir })
     }
 

@@ -35,6 +35,14 @@ struct Cli {
     /// The daemon's client token, if it has one.
     #[arg(long, env = "PLD_CLIENT_TOKEN", hide_env_values = true, global = true)]
     token: Option<String>,
+    /// Talk TLS to the daemon (pld-daemon --grpc-tls), trusting this CA
+    /// certificate (the cluster's ca.pem).
+    #[arg(long, env = "PLD_TLS_CA", global = true)]
+    tls_ca: Option<String>,
+    /// The name the daemon's certificate must carry [default: the host of
+    /// --daemon].
+    #[arg(long, env = "PLD_TLS_DOMAIN", global = true)]
+    tls_domain: Option<String>,
     /// How long to wait for a daemon that is not up or not ready yet.
     #[arg(long, default_value = "10s", value_parser = parse_duration, global = true)]
     wait: Duration,
@@ -151,9 +159,15 @@ fn hint(e: &Error) -> Option<&'static str> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let tls_ca = match &cli.tls_ca {
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading --tls-ca {p}"))?),
+        None => None,
+    };
     let opts = ClientOptions {
         token: cli.token.clone(),
         wait_ready: cli.wait,
+        tls_ca,
+        tls_domain: cli.tls_domain.clone(),
     };
     let client = Client::connect_with(&cli.daemon, opts).await?;
     let when = cli.progress;

@@ -54,6 +54,10 @@ enum Command {
         /// The cluster's name, written into the CA's subject.
         #[arg(long, default_value = "pld")]
         cluster_id: String,
+        /// Names (DNS or IP) clients dial the daemons' gRPC ports by: they
+        /// go into grpc.pem, the certificate of `--grpc-tls`.
+        #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1")]
+        grpc_names: Vec<String>,
     },
 }
 
@@ -126,6 +130,10 @@ struct RunArgs {
     /// port can read and write every window. For trusted networks only.
     #[arg(long, env = "PLD_INSECURE")]
     insecure: bool,
+    /// Serve gRPC over TLS with grpc.pem / grpc.key of --tls-dir; clients
+    /// verify it with the cluster's ca.pem.
+    #[arg(long, env = "PLD_GRPC_TLS", requires = "tls_dir")]
+    grpc_tls: bool,
 }
 
 impl RunArgs {
@@ -140,6 +148,11 @@ impl RunArgs {
         o.token = self.client_token.clone();
         o.max_message_data =
             usize::try_from(self.grpc_max_message).context("--grpc-max-message is too large")?;
+        if self.grpc_tls
+            && let Some(dir) = &self.tls_dir
+        {
+            o.tls = Some(pld_server::grpc::GrpcTls::from_dir(dir)?);
+        }
         Ok(Some(o))
     }
 
@@ -205,9 +218,10 @@ fn main() -> std::process::ExitCode {
         ranks,
         out,
         cluster_id,
+        grpc_names,
     }) = &cli.command
     {
-        return match certs(*ranks, out, cluster_id) {
+        return match certs(*ranks, out, cluster_id, grpc_names) {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pld-daemon: error: {e:#}");
@@ -246,10 +260,16 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn certs(ranks: u32, out: &std::path::Path, cluster_id: &str) -> anyhow::Result<()> {
+fn certs(
+    ranks: u32,
+    out: &std::path::Path,
+    cluster_id: &str,
+    grpc_names: &[String],
+) -> anyhow::Result<()> {
     anyhow::ensure!(ranks > 0, "--ranks must be at least 1");
     let ca = pld_server::tls::ClusterCa::generate(cluster_id)?;
-    let files = ca.write_dir(out, ranks)?;
+    let mut files = ca.write_dir(out, ranks)?;
+    files.extend(ca.write_grpc(out, grpc_names)?);
     println!(
         "pld-daemon: wrote a cluster CA and certificates for ranks 0..{ranks} ({} files) to {}",
         files.len(),
