@@ -26,37 +26,7 @@ fn names_loss(e: &pld_client::Error, rank: u32) {
 }
 
 async fn barrier_all(clients: &[&Client], within: Duration) -> Vec<pld_client::Result<()>> {
-    let calls = clients.iter().map(|c| c.barrier_within(within));
-    futures_join_all(calls).await
-}
-
-/// `join_all` without another dependency: every call runs concurrently.
-async fn futures_join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for f in fs {
-        set.push(Box::pin(f));
-    }
-    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in set.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter()
-        .map(|o| o.expect("every call finished"))
-        .collect()
+    pld_tests::join_all(clients.iter().map(|c| c.barrier_within(within))).await
 }
 
 both!(

@@ -543,3 +543,62 @@ macro_rules! both {
         }
     };
 }
+
+/// Polls several futures of one type to completion together (in this
+/// task: they may borrow), returning their outputs in order.
+pub async fn join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut fs: Vec<_> = fs.map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+/// A cluster of `n` ranks whose rank 1 is a daemon (the others embedded),
+/// with rank 1's `data` and `signal` windows filled with a pattern; returns
+/// the cluster and what the windows hold, for [`assert_unchanged`].
+pub async fn patterned(
+    t: TransportKind,
+    n: u32,
+    seed: u64,
+) -> (Cluster, bytes::Bytes, bytes::Bytes) {
+    let c = Cluster::start(t, n, &[1]).await;
+    let r = c.rank(0);
+    let (data, signal) = (c.window("data"), c.window("signal"));
+    r.put(1, data, 0, &pattern(16 << 20, seed)).await.unwrap();
+    r.put(1, signal, 0, &pattern(64 << 10, seed + 1))
+        .await
+        .unwrap();
+    let d = r.get(1, data, 0, 16 << 20).await.unwrap();
+    let s = r.get(1, signal, 0, 64 << 10).await.unwrap();
+    (c, d, s)
+}
+
+/// Rank 1's daemon still serves, and its windows hold exactly what
+/// [`patterned`] returned.
+pub async fn assert_unchanged(c: &mut Cluster, data: &bytes::Bytes, signal: &bytes::Bytes) {
+    assert!(c.daemon(1).alive(), "the daemon kept running");
+    let r = c.rank(0);
+    let d = r
+        .get(1, c.window("data"), 0, 16 << 20)
+        .await
+        .expect("the daemon still serves");
+    let s = r.get(1, c.window("signal"), 0, 64 << 10).await.unwrap();
+    assert!(d == *data, "no byte of window 'data' changed");
+    assert!(s == *signal, "no byte of window 'signal' changed");
+}

@@ -12,29 +12,12 @@ use pld_server::{AccessError, Dtype, Error, NotifyOp, TransportKind};
 use pld_tests::raw::{RawPeer, hello};
 use pld_tests::{Cluster, both, pattern};
 
-/// A 2-rank cluster (rank 1 a daemon) whose daemon windows hold a pattern.
 async fn cluster(t: TransportKind) -> (Cluster, Bytes, Bytes) {
-    let c = Cluster::start(t, 2, &[1]).await;
-    let r = c.rank(0);
-    let (data, signal) = (c.window("data"), c.window("signal"));
-    r.put(1, data, 0, &pattern(16 << 20, 1)).await.unwrap();
-    r.put(1, signal, 0, &pattern(64 << 10, 2)).await.unwrap();
-    let d = r.get(1, data, 0, 16 << 20).await.unwrap();
-    let s = r.get(1, signal, 0, 64 << 10).await.unwrap();
-    (c, d, s)
+    pld_tests::patterned(t, 2, 1).await
 }
 
-/// The daemon still serves, and its windows hold exactly what they held.
 async fn unchanged(c: &mut Cluster, data: &Bytes, signal: &Bytes) {
-    assert!(c.daemon(1).alive(), "the daemon kept running");
-    let r = c.rank(0);
-    let d = r
-        .get(1, c.window("data"), 0, 16 << 20)
-        .await
-        .expect("the daemon still serves");
-    let s = r.get(1, c.window("signal"), 0, 64 << 10).await.unwrap();
-    assert!(d == *data, "no byte of window 'data' changed");
-    assert!(s == *signal, "no byte of window 'signal' changed");
+    pld_tests::assert_unchanged(c, data, signal).await
 }
 
 fn access(e: Error) -> AccessError {

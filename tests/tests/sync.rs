@@ -218,7 +218,7 @@ both!(
         // Rank 3 is a pld-daemon: alive, answering, but never in a barrier.
         let c = Cluster::start(t, 4, &[3]).await;
         let ranks: Vec<&Rank> = (0..3).map(|r| c.rank(r)).collect();
-        let results = futures_join(
+        let results = pld_tests::join_all(
             ranks
                 .iter()
                 .map(|r| r.barrier_within(Duration::from_millis(800))),
@@ -247,30 +247,6 @@ both!(
         }
     }
 );
-
-/// Polls several futures of one type to completion together.
-async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut fs: Vec<_> = fs.map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *o = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().flatten().collect()
-}
 
 both!(
     wait_returns_once_notifies_meet_the_condition,

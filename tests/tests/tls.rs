@@ -7,35 +7,16 @@ use pld_proto::v1::{ErrorCode, header::Body};
 use pld_server::tls::{ClusterCa, Identity, TempTlsDir};
 use pld_server::{Security, TransportKind};
 use pld_tests::raw::{RawPeer, hello};
-use pld_tests::{Cluster, Daemon, both, loopback_peers, pattern};
+use pld_tests::{Cluster, Daemon, both, loopback_peers};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A 2-rank cluster (rank 1 a daemon) whose daemon windows hold a pattern.
 async fn cluster(t: TransportKind, n: u32) -> (Cluster, Bytes, Bytes) {
-    let c = Cluster::start(t, n, &[1]).await;
-    let r = c.rank(0);
-    let (data, signal) = (c.window("data"), c.window("signal"));
-    r.put(1, data, 0, &pattern(16 << 20, 7)).await.unwrap();
-    r.put(1, signal, 0, &pattern(64 << 10, 8)).await.unwrap();
-    let d = r.get(1, data, 0, 16 << 20).await.unwrap();
-    let s = r.get(1, signal, 0, 64 << 10).await.unwrap();
-    (c, d, s)
+    pld_tests::patterned(t, n, 7).await
 }
 
-/// The daemon still serves, and its windows hold exactly what they held.
 async fn unchanged(c: &mut Cluster, data: &Bytes, signal: &Bytes) {
-    assert!(c.daemon(1).alive(), "the daemon kept running");
-    let r = c.rank(0);
-    let (dw, sw) = (c.window("data"), c.window("signal"));
-    assert!(
-        r.get(1, dw, 0, 16 << 20).await.unwrap() == *data,
-        "data window changed"
-    );
-    assert!(
-        r.get(1, sw, 0, 64 << 10).await.unwrap() == *signal,
-        "signal window changed"
-    );
+    pld_tests::assert_unchanged(c, data, signal).await
 }
 
 /// A put of 0xff bytes over the whole data window, as a frame: what an
