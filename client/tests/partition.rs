@@ -178,7 +178,8 @@ both!(
                 "4s",
             ],
         );
-        let file = std::env::temp_dir().join(format!("pld-partition-{}.bin", std::process::id()));
+        let file =
+            std::env::temp_dir().join(format!("pld-partition-{}-{t}.bin", std::process::id()));
         std::fs::write(&file, pattern(256 << 20, 11)).unwrap();
         // ~10 s for 256 MiB into rank 1: long enough to cut in the middle.
         lab.limit_to(1, "200mbit");
@@ -227,7 +228,7 @@ both!(
         assert!(!e.contains("100%"), "{e}");
         // Rank 0 keeps serving: a put to rank 2 and back.
         let small =
-            std::env::temp_dir().join(format!("pld-partition-{}.small", std::process::id()));
+            std::env::temp_dir().join(format!("pld-partition-{}-{t}.small", std::process::id()));
         std::fs::write(&small, b"after the cut").unwrap();
         let o = finish(
             pld(&lab, 0, &["put", "--rank", "2", small.to_str().unwrap()]),
