@@ -102,7 +102,8 @@ impl Rank {
         })?;
         let settings = TransportSettings::for_op_timeout(cfg.op_timeout)
             .with_progress(cfg.progress)
-            .with_security(cfg.security.clone());
+            .with_security(cfg.security.clone())
+            .for_listen_addr(listen);
         let endpoint = Endpoint::bind(cfg.transport, listen, cfg.rank, &settings).await?;
         let local_addr = endpoint
             .local_addr()

@@ -25,6 +25,12 @@ pub struct TransportSettings {
     pub progress: Progress,
     /// Mutual TLS or none (see [`crate::tls`]).
     pub security: Security,
+    /// UDP segmentation offload (GSO): batches of datagrams in one send.
+    /// Needed on 1500-byte paths (4x the bandwidth there); on loopback,
+    /// where MTU discovery reaches 64 KiB datagrams, it loses the tails of
+    /// transfers (a 64 KiB put took 75 ms) and caps a stream at ~850 MB/s,
+    /// so loopback clusters turn it off (docs/PERFORMANCE.md).
+    pub segmentation_offload: bool,
 }
 
 impl TransportSettings {
@@ -35,6 +41,7 @@ impl TransportSettings {
             keep_alive: Duration::from_millis(500),
             progress: Progress::Sleep,
             security: Security::Insecure,
+            segmentation_offload: true,
         }
     }
 
@@ -42,6 +49,18 @@ impl TransportSettings {
     pub fn with_progress(mut self, progress: Progress) -> Self {
         self.progress = progress;
         self
+    }
+
+    /// These settings with GSO on or off (see the field).
+    pub fn with_segmentation_offload(mut self, on: bool) -> Self {
+        self.segmentation_offload = on;
+        self
+    }
+
+    /// These settings for a rank that listens on `addr`: GSO off on
+    /// loopback.
+    pub fn for_listen_addr(self, addr: SocketAddr) -> Self {
+        self.with_segmentation_offload(!addr.ip().is_loopback())
     }
 
     /// These settings with `security`.
@@ -76,6 +95,7 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     // Ranks sit on one LAN or host: start loss recovery from a LAN RTT
     // rather than quinn's internet default of 333 ms.
     t.initial_rtt(Duration::from_millis(10));
+    t.enable_segmentation_offload(s.segmentation_offload);
     // quinn stops MTU discovery at 1452 bytes. Let it go as far as the path
     // allows (64 KiB on loopback, 9000 with jumbo frames; on a 1500-byte
     // Ethernet path the probes simply fail and it stays at 1452): fewer,

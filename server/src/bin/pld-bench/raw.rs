@@ -35,8 +35,12 @@ impl std::str::FromStr for Impl {
 
 const CHUNK: usize = 1 << 20;
 
+/// As a pld rank on loopback has them (GSO off), so that the floor is
+/// measured under the same QUIC settings.
 fn settings(progress: Progress) -> TransportSettings {
-    TransportSettings::default().with_progress(progress)
+    TransportSettings::default()
+        .with_progress(progress)
+        .with_segmentation_offload(false)
 }
 
 /// Keeps a current-thread runtime polling (the QUIC spin of pld).
