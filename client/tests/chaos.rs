@@ -34,17 +34,10 @@ both!(
     180,
     |t: TransportKind| async move {
         let args = [
-            "--window",
-            "data=1MiB",
-            "--window",
-            "signal=64KiB",
-            "--window",
-            "collective=64KiB",
-            "--op-timeout",
-            "2s",
-            "--sync-timeout",
-            "20s",
-        ];
+            &pld_tests::SMALL_WINDOWS[..],
+            &["--op-timeout", "2s", "--sync-timeout", "20s"],
+        ]
+        .concat();
         let mut c = GrpcCluster::plan(t, 3, &args);
         let mut first = Vec::new();
         for r in 0..3 {

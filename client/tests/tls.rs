@@ -12,15 +12,7 @@ fn grpc_over_tls_is_verified_against_the_cluster_ca_and_the_name() {
         let c = GrpcCluster::start(
             pld_server::TransportKind::Quic,
             2,
-            &[
-                "--grpc-tls",
-                "--window",
-                "data=1MiB",
-                "--window",
-                "signal=64KiB",
-                "--window",
-                "collective=64KiB",
-            ],
+            &[&["--grpc-tls"], &pld_tests::SMALL_WINDOWS[..]].concat(),
         );
         let ca = std::fs::read(tls_dir().join("ca.pem")).unwrap();
         let with = |tls_ca: Option<Vec<u8>>, domain: Option<&str>| ClientOptions {

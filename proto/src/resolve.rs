@@ -195,9 +195,9 @@ fn decode_answer(msg: &[u8], id: u16) -> Result<Option<Ipv4Addr>, &'static str> 
 
 async fn query_a(ns: SocketAddr, name: &str) -> io::Result<Option<Ipv4Addr>> {
     let bind: SocketAddr = if ns.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
-        "[::]:0".parse().expect("literal")
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
     let sock = tokio::net::UdpSocket::bind(bind).await?;
     sock.connect(ns).await?;

@@ -216,12 +216,7 @@ impl Config {
             return bad(format!("window '{}' has size 0", w.name));
         }
         match &self.security {
-            Security::Unset => {
-                return bad("no TLS material: give --tls-dir DIR (Security::Tls; \
-                     `pld-daemon certs --ranks N --out DIR` makes it), or --insecure \
-                     (Security::Insecure) to run the peer plane unauthenticated"
-                    .into());
-            }
+            Security::Unset => return Err(crate::tls::unset()),
             Security::Tls(id) if id.rank() != self.rank => {
                 return bad(format!(
                     "the TLS identity is rank {}'s, but this is rank {}",

@@ -17,6 +17,17 @@ use std::time::Duration;
 /// and `signal`.
 pub const WINDOWS: [&str; 2] = ["data=16MiB", "signal=64KiB"];
 
+/// Daemon flags for small windows (collective scratch included), for
+/// tests that do not move megabytes.
+pub const SMALL_WINDOWS: [&str; 6] = [
+    "--window",
+    "data=1MiB",
+    "--window",
+    "signal=64KiB",
+    "--window",
+    "collective=64KiB",
+];
+
 /// The `pld-daemon` binary built by this workspace.
 ///
 /// `cargo test --workspace` builds it (pld-server has integration tests,
@@ -80,8 +91,8 @@ pub fn tls_dir() -> &'static std::path::Path {
         let dir = tmp.join(format!("pld-tests-tls-{}", std::process::id()));
         pld_server::tls::ClusterCa::generate("pld-tests")
             .and_then(|ca| {
-                ca.write_dir(&dir, MAX_RANKS)?;
-                ca.write_grpc(&dir, &["localhost".into(), "127.0.0.1".into()])
+                let names = pld_server::tls::LOCAL_GRPC_NAMES.map(String::from);
+                ca.write_dir(&dir, MAX_RANKS, &names)
             })
             .expect("writing the test cluster's TLS material");
         dir
@@ -114,7 +125,7 @@ impl Daemon {
     pub fn spawn(rank: u32, peers: &[String], transport: TransportKind, extra: &[&str]) -> Daemon {
         let mut cmd = Command::new(daemon_bin());
         cmd.args(Self::args(rank, peers, transport, extra));
-        Self::run(rank, cmd)
+        Self::start(rank, cmd)
     }
 
     /// The flags of [`Daemon::spawn`]: the test windows and TLS material
@@ -147,11 +158,6 @@ impl Daemon {
         a
     }
 
-    /// Runs `cmd` (a rank's process, however it is started) as rank `rank`.
-    pub fn start(rank: u32, cmd: Command) -> Daemon {
-        Self::run(rank, cmd)
-    }
-
     /// Spawns `pld-test-rank`: rank `rank` running `scenario` (a process
     /// that embeds a rank, as a user's program would).
     pub fn worker(
@@ -164,10 +170,11 @@ impl Daemon {
         cmd.args(["--rank", &rank.to_string(), "--peers", &peers.join(",")])
             .args(["--transport", &transport.to_string()])
             .args(scenario);
-        Self::run(rank, cmd)
+        Self::start(rank, cmd)
     }
 
-    fn run(rank: u32, mut cmd: Command) -> Daemon {
+    /// Runs `cmd` (a rank's process, however it is started) as rank `rank`.
+    pub fn start(rank: u32, mut cmd: Command) -> Daemon {
         cmd.env("PLD_TEST_TLS_DIR", tls_dir())
             .env(
                 "RUST_LOG",

@@ -219,10 +219,11 @@ pub(crate) async fn accept(
     );
     // Under mutual TLS the certificate chains to the cluster CA (rustls
     // checked); it must also name the rank the Hello claims.
-    let claim_ok = |rank: u32| match (&state.config.security, &peer_cert) {
-        (crate::tls::Security::Tls(_), Some(cert)) => crate::tls::names_rank(cert, rank),
-        (crate::tls::Security::Tls(_), None) => false,
-        _ => true,
+    let claim_ok = |rank: u32| {
+        !state.config.security.is_tls()
+            || peer_cert
+                .as_ref()
+                .is_some_and(|c| crate::tls::names_rank(c, rank))
     };
     let refuse =
         |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
@@ -240,23 +241,18 @@ pub(crate) async fn accept(
                 .stats
                 .received(pld_proto::MsgKind::of(&frame.header), frame.payload.len());
             match frame.header.body {
-                Some(Body::Hello(h))
-                    if check(&state.hello, &h, None).is_ok() && !claim_ok(h.rank) =>
-                {
-                    state.stats.auth_refused();
-                    let m = format!(
-                        "claims rank {} but its certificate does not name {}",
-                        h.rank,
-                        crate::tls::server_name(h.rank)
-                    );
-                    let msg = format!("peer from {remote} {m}");
-                    (
-                        error_header(0, ErrorCode::HandshakeRefused, m),
-                        msg,
-                        Vec::new(),
-                    )
-                }
                 Some(Body::Hello(h)) => match check(&state.hello, &h, None) {
+                    Ok(()) if !claim_ok(h.rank) => {
+                        state.stats.auth_refused();
+                        refuse(
+                            ErrorCode::HandshakeRefused,
+                            format!(
+                                "claims rank {} but its certificate does not name {}",
+                                h.rank,
+                                crate::tls::server_name(h.rank)
+                            ),
+                        )
+                    }
                     Ok(()) => {
                         // Before answering: a restarted peer is ready only
                         // once this rank knows to reconnect to it.

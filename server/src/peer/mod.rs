@@ -53,7 +53,8 @@ pub(crate) struct Rejoin {
     /// The epoch each peer last showed (0: not seen yet).
     epochs: std::sync::Mutex<Vec<u64>>,
     /// Peers whose new run is being dialed.
-    pending: std::sync::Mutex<Vec<bool>>,
+    /// Read by every op (`Rank::target`): an atomic, not a lock.
+    pending: Vec<std::sync::atomic::AtomicBool>,
     done: tokio::sync::Notify,
     tx: tokio::sync::mpsc::UnboundedSender<u32>,
     /// Taken by the rank's rejoin task.
@@ -153,7 +154,7 @@ impl RankState {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let rejoin = Rejoin {
             epochs: std::sync::Mutex::new(vec![0; n]),
-            pending: std::sync::Mutex::new(vec![false; n]),
+            pending: (0..n).map(|_| Default::default()).collect(),
             done: tokio::sync::Notify::new(),
             tx,
             rx: std::sync::Mutex::new(Some(rx)),
@@ -214,10 +215,7 @@ impl RankState {
             );
             // A dial (this rank's own reconnect) replaces the link itself.
             if accepted {
-                self.rejoin
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())[r] = true;
+                self.rejoin.pending[r].store(true, std::sync::atomic::Ordering::Release);
                 let _ = self.rejoin.tx.send(h.rank);
             }
         }
@@ -226,10 +224,9 @@ impl RankState {
     /// The rejoin of `peer` ended (its new link is in place, or dialing it
     /// failed).
     pub fn rejoin_done(&self, peer: u32) {
-        self.rejoin
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())[peer as usize] = false;
+        if let Some(p) = self.rejoin.pending.get(peer as usize) {
+            p.store(false, std::sync::atomic::Ordering::Release);
+        }
         self.rejoin.done.notify_waiters();
     }
 
@@ -239,12 +236,7 @@ impl RankState {
             let done = self.rejoin.done.notified();
             tokio::pin!(done);
             done.as_mut().enable();
-            if !self
-                .rejoin
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())[peer as usize]
-            {
+            if !self.rejoining(peer) {
                 return;
             }
             if tokio::time::timeout_at(deadline, done).await.is_err() {
@@ -257,11 +249,8 @@ impl RankState {
     pub fn rejoining(&self, peer: u32) -> bool {
         self.rejoin
             .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get(peer as usize)
-            .copied()
-            .unwrap_or(false)
+            .is_some_and(|p| p.load(std::sync::atomic::Ordering::Acquire))
     }
 
     pub fn record_refusal(&self, r: Refusal) {

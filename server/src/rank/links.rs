@@ -79,7 +79,6 @@ pub(crate) async fn rejoin_loop(
                     }
                 }
                 state.rejoin_done(peer);
-                state.barrier_wake.notify_waiters();
             }
             _ = tick.tick() => {
                 while readers.try_join_next().is_some() {}
@@ -91,10 +90,7 @@ pub(crate) async fn rejoin_loop(
                     // One quick attempt; the next tick tries again.
                     let deadline = Instant::now() + REDIAL_EVERY;
                     match handshake::dial(&state, &endpoint, peer, deadline).await {
-                        Ok(est) => {
-                            swap(&state, &links, &mut readers, est);
-                            state.barrier_wake.notify_waiters();
-                        }
+                        Ok(est) => swap(&state, &links, &mut readers, est),
                         Err(e) => tracing::debug!(peer, "rank {peer} still unreachable: {e}"),
                     }
                 }
@@ -151,4 +147,6 @@ fn swap(
         epoch,
         "rank {peer} {what} with epoch {epoch}: link replaced"
     );
+    // A barrier waiting on this peer sends the queued signals now.
+    state.barrier_wake.notify_waiters();
 }

@@ -77,58 +77,47 @@ impl ClusterCa {
     /// A certificate for `rank`, valid as both TLS server and client, whose
     /// only name is `rank-R.pld`.
     pub fn issue(&self, rank: u32) -> Result<RankCert> {
-        let key = KeyPair::generate().map_err(tls_err("rank key"))?;
-        let mut params =
-            CertificateParams::new(vec![server_name(rank)]).map_err(tls_err("rank name"))?;
-        params.distinguished_name.push(
-            DnType::CommonName,
+        self.sign(
+            vec![server_name(rank)],
             format!("pld rank {rank} ({})", self.cluster_id),
-        );
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .map_err(tls_err("rank certificate"))?;
-        Ok(RankCert {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        )
     }
 
     /// A server certificate for the gRPC client plane, valid for `names`
     /// (DNS names or IP addresses, as clients dial the daemons).
     pub fn issue_grpc(&self, names: &[String]) -> Result<RankCert> {
-        let key = KeyPair::generate().map_err(tls_err("gRPC key"))?;
-        let mut params = CertificateParams::new(names.to_vec()).map_err(tls_err("gRPC names"))?;
-        params.distinguished_name.push(
-            DnType::CommonName,
+        self.sign(
+            names.to_vec(),
             format!("pld client plane ({})", self.cluster_id),
-        );
+            vec![ExtendedKeyUsagePurpose::ServerAuth],
+        )
+    }
+
+    /// A new key and a certificate for it under this CA.
+    fn sign(
+        &self,
+        names: Vec<String>,
+        common_name: String,
+        usages: Vec<ExtendedKeyUsagePurpose>,
+    ) -> Result<RankCert> {
+        let key = KeyPair::generate().map_err(tls_err("key"))?;
+        let mut params = CertificateParams::new(names).map_err(tls_err("certificate names"))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.extended_key_usages = usages;
         let cert = params
             .signed_by(&key, &self.issuer)
-            .map_err(tls_err("gRPC certificate"))?;
+            .map_err(tls_err("certificate"))?;
         Ok(RankCert {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
         })
-    }
-
-    /// Writes `grpc.pem` and `grpc.key` (see [`ClusterCa::issue_grpc`]).
-    pub fn write_grpc(&self, dir: &Path, names: &[String]) -> Result<Vec<PathBuf>> {
-        let c = self.issue_grpc(names)?;
-        let (cert, key) = (dir.join("grpc.pem"), dir.join("grpc.key"));
-        let io = |p: &Path| {
-            let p = p.display().to_string();
-            move |e| Error::io(format!("writing {p}"), e)
-        };
-        std::fs::write(&cert, &c.cert_pem).map_err(io(&cert))?;
-        write_private(&key, c.key_pem.as_bytes()).map_err(io(&key))?;
-        Ok(vec![cert, key])
     }
 
     /// `rank`'s identity, in memory.
@@ -151,30 +140,44 @@ impl ClusterCa {
             .collect()
     }
 
-    /// Writes `ca.pem` and, for every rank, `rank-R.pem` and `rank-R.key`
-    /// (mode 0600) into `dir`, which is created if needed: what
-    /// `pld-daemon --tls-dir DIR` reads. The CA's own key is not kept, so
-    /// nobody can add a rank later; make a new set for a new cluster.
-    pub fn write_dir(&self, dir: &Path, nranks: u32) -> Result<Vec<PathBuf>> {
-        let io = |what: &Path| {
-            let what = what.display().to_string();
-            move |e| Error::io(format!("writing {what}"), e)
-        };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let mut written = Vec::new();
+    /// Writes `ca.pem`; for every rank `rank-R.pem` and `rank-R.key`; and
+    /// `grpc.pem` / `grpc.key` for `grpc_names` (keys mode 0600) into
+    /// `dir`, which is created if needed: what `pld-daemon --tls-dir DIR`
+    /// (and `--grpc-tls`) reads. The CA's own key is not kept, so nobody
+    /// can add a rank later; make a new set for a new cluster.
+    pub fn write_dir(
+        &self,
+        dir: &Path,
+        nranks: u32,
+        grpc_names: &[String],
+    ) -> Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(dir).map_err(write_err(dir))?;
         let ca = dir.join("ca.pem");
-        std::fs::write(&ca, &self.cert_pem).map_err(io(&ca))?;
-        written.push(ca);
+        std::fs::write(&ca, &self.cert_pem).map_err(write_err(&ca))?;
+        let mut written = vec![ca];
         for rank in 0..nranks {
-            let c = self.issue(rank)?;
             let (cert, key) = Identity::files(dir, rank);
-            std::fs::write(&cert, &c.cert_pem).map_err(io(&cert))?;
-            write_private(&key, c.key_pem.as_bytes()).map_err(io(&key))?;
-            written.push(cert);
-            written.push(key);
+            written.extend(write_pair(&self.issue(rank)?, cert, key)?);
         }
+        let (cert, key) = (dir.join("grpc.pem"), dir.join("grpc.key"));
+        written.extend(write_pair(&self.issue_grpc(grpc_names)?, cert, key)?);
         Ok(written)
     }
+}
+
+/// The names the gRPC certificate of a cluster on one machine carries.
+pub const LOCAL_GRPC_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
+
+fn write_err(path: &Path) -> impl Fn(std::io::Error) -> Error + use<> {
+    let path = path.display().to_string();
+    move |e| Error::io(format!("writing {path}"), e)
+}
+
+/// Writes a certificate and its key (mode 0600).
+fn write_pair(c: &RankCert, cert: PathBuf, key: PathBuf) -> Result<[PathBuf; 2]> {
+    std::fs::write(&cert, &c.cert_pem).map_err(write_err(&cert))?;
+    write_private(&key, c.key_pem.as_bytes()).map_err(write_err(&key))?;
+    Ok([cert, key])
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -208,9 +211,8 @@ impl TempTlsDir {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        let ca = ClusterCa::generate("throwaway")?;
-        ca.write_dir(&dir, nranks)?;
-        ca.write_grpc(&dir, &["localhost".into(), "127.0.0.1".into()])?;
+        let names = LOCAL_GRPC_NAMES.map(String::from);
+        ClusterCa::generate("throwaway")?.write_dir(&dir, nranks, &names)?;
         Ok(TempTlsDir { dir })
     }
 

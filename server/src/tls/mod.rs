@@ -14,7 +14,7 @@
 mod certs;
 mod insecure;
 
-pub use certs::{ClusterCa, RankCert, TempTlsDir};
+pub use certs::{ClusterCa, LOCAL_GRPC_NAMES, RankCert, TempTlsDir};
 
 use crate::error::{Error, Result};
 use rustls::RootCertStore;
@@ -200,10 +200,12 @@ pub(crate) fn client_config(security: &Security) -> Result<rustls::ClientConfig>
     Ok(config)
 }
 
-fn unset() -> Error {
+/// Why a rank with [`Security::Unset`] does not start.
+pub(crate) fn unset() -> Error {
     Error::Config(
-        "no peer-plane security chosen: give TLS material (--tls-dir, Security::Tls) \
-         or choose --insecure (Security::Insecure)"
+        "no TLS material: give --tls-dir DIR (Security::Tls; `pld-daemon certs \
+         --ranks N --out DIR` makes it), or --insecure (Security::Insecure) to run \
+         the peer plane unauthenticated"
             .into(),
     )
 }

@@ -268,8 +268,7 @@ fn certs(
 ) -> anyhow::Result<()> {
     anyhow::ensure!(ranks > 0, "--ranks must be at least 1");
     let ca = pld_server::tls::ClusterCa::generate(cluster_id)?;
-    let mut files = ca.write_dir(out, ranks)?;
-    files.extend(ca.write_grpc(out, grpc_names)?);
+    let files = ca.write_dir(out, ranks, grpc_names)?;
     println!(
         "pld-daemon: wrote a cluster CA and certificates for ranks 0..{ranks} ({} files) to {}",
         files.len(),
