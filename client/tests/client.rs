@@ -331,11 +331,12 @@ fn health_is_not_serving_until_the_mesh_is_up_and_reflection_lists_the_service()
     });
 }
 
-#[test]
-fn metrics_serve_counters_and_latency_histograms_in_prometheus_text() {
-    run(Duration::from_secs(60), async {
+both!(
+    metrics_serve_counters_and_latency_histograms_in_prometheus_text,
+    60,
+    |t: pld_server::TransportKind| async move {
         let metrics = pld_tests::loopback_peers(1).remove(0);
-        let mut c = GrpcCluster::plan(pld_server::TransportKind::Tcp, 2, &[]);
+        let mut c = GrpcCluster::plan(t, 2, &[]);
         c.spawn_with(0, &["--metrics", metrics.as_str()]);
         c.spawn(1);
         for r in 0..2 {
@@ -366,8 +367,21 @@ fn metrics_serve_counters_and_latency_histograms_in_prometheus_text() {
             3.0
         );
         assert!(body.contains("# TYPE pld_op_latency_seconds histogram"));
-    });
-}
+        // QUIC reports its path to each peer; TCP has none to report.
+        if t == pld_server::TransportKind::Quic {
+            assert!(line("pld_quic_mtu_bytes{rank=\"0\",peer=\"1\"}") >= 1200.0);
+            assert!(line("pld_quic_rtt_microseconds{rank=\"0\",peer=\"1\"}") > 0.0);
+            assert!(line("pld_quic_cwnd_bytes{rank=\"0\",peer=\"1\"}") > 0.0);
+            assert_eq!(
+                line("pld_quic_lost_mtu_probes_total{rank=\"0\",peer=\"1\"}"),
+                0.0
+            );
+            assert!(body.contains("# TYPE pld_quic_lost_packets_total counter"));
+        } else {
+            assert!(!body.contains("pld_quic_"), "{body}");
+        }
+    }
+);
 
 /// GET /metrics over a plain TCP connection.
 async fn scrape(addr: &str) -> String {

@@ -30,6 +30,6 @@ pub mod window;
 pub use config::{Config, Progress, TransportKind, WindowConfig};
 pub use error::{AccessError, Error, Result};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
-pub use rank::{Chunking, Layout, OpHandle, Rank, Shape, Transfer, WindowId};
+pub use rank::{Chunking, Layout, OpHandle, QuicPath, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;
 pub use tls::Security;

@@ -72,6 +72,7 @@ pub fn render(src: &Sources) -> String {
                 &snap.latency(op),
             );
         }
+        quic_paths(&mut out, r, &rank.quic_paths());
     }
     if let Some(g) = &src.grpc {
         let methods = g.snapshot();
@@ -122,6 +123,57 @@ fn help(name: &str) -> &'static str {
             "Peer connections refused by mutual TLS: a certificate not of the cluster CA, or not naming the rank claimed."
         }
         _ => "A pld counter.",
+    }
+}
+
+/// The QUIC path to each peer, as quinn sees it.
+fn quic_paths(out: &mut String, r: u32, paths: &[crate::QuicPath]) {
+    if paths.is_empty() {
+        return;
+    }
+    let series = |f: &dyn Fn(&crate::QuicPath) -> u64| -> Vec<(String, u64)> {
+        paths
+            .iter()
+            .map(|p| (format!("rank=\"{r}\",peer=\"{}\"", p.peer), f(p)))
+            .collect()
+    };
+    gauge(
+        out,
+        "pld_quic_rtt_microseconds",
+        "Smoothed round-trip time of the QUIC path to a peer.",
+        &series(&|p| p.rtt.as_micros() as u64),
+    );
+    gauge(
+        out,
+        "pld_quic_mtu_bytes",
+        "Largest UDP payload the QUIC path to a peer carries (MTU discovery).",
+        &series(&|p| u64::from(p.mtu)),
+    );
+    gauge(
+        out,
+        "pld_quic_cwnd_bytes",
+        "Congestion window of the QUIC path to a peer.",
+        &series(&|p| p.cwnd),
+    );
+    counter(
+        out,
+        "pld_quic_lost_packets_total",
+        "QUIC packets to a peer declared lost (MTU probes not counted).",
+        &series(&|p| p.lost_packets),
+    );
+    counter(
+        out,
+        "pld_quic_lost_mtu_probes_total",
+        "MTU probes to a peer declared lost; each held the congestion window until its probe timeout.",
+        &series(&|p| p.lost_mtu_probes),
+    );
+}
+
+fn counter(out: &mut String, name: &str, help: &str, series: &[(String, u64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, v) in series {
+        let _ = writeln!(out, "{name}{{{labels}}} {v}");
     }
 }
 

@@ -186,7 +186,13 @@ impl GrpcServer {
             auth::BearerToken::new(opts.token.clone()),
         );
         let (stop, mut stopped) = watch::channel(false);
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        // tonic applies its own `tcp_nodelay` only to listeners it binds
+        // itself; on ours every accepted socket kept Nagle's algorithm, so
+        // a reply that went out in two writes held its second until the
+        // client's delayed ACK of the first: ~44 ms on most remote ops over
+        // QUIC, whose replies complete on another task (issue 12).
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
         let mut builder = tonic::transport::Server::builder();
         if let Some(tls) = &opts.tls {
             let identity = tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem);
@@ -195,7 +201,6 @@ impl GrpcServer {
                 .map_err(|e| crate::Error::Tls(format!("gRPC TLS: {e}")))?;
         }
         let router = builder
-            .tcp_nodelay(true)
             // HTTP/2's 64 KiB default windows cap a stream at a few
             // hundred MB/s on loopback; streamed transfers need more.
             .initial_stream_window_size(Some(8 << 20))

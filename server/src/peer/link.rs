@@ -217,6 +217,11 @@ impl Link {
         })
     }
 
+    /// quinn's statistics of this link's connection (QUIC only).
+    pub fn quic_stats(&self) -> Option<quinn::ConnectionStats> {
+        self.quic.as_ref().map(quinn::Connection::stats)
+    }
+
     /// Why the link is gone, if it is.
     pub fn lost_reason(&self) -> Option<&str> {
         self.lost.get().map(String::as_str)

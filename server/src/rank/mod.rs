@@ -6,6 +6,7 @@
 
 mod handle;
 mod links;
+mod paths;
 mod region;
 mod rma;
 mod sync;
@@ -13,6 +14,7 @@ mod sync;
 pub use pld_proto::region::{Chunking, Layout, Shape, Transfer};
 
 pub use handle::OpHandle;
+pub use paths::QuicPath;
 
 use crate::config::{Config, TransportKind};
 use crate::error::{AccessError, Error, Result};

@@ -101,13 +101,33 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     // Ethernet path the probes simply fail and it stays at 1452): fewer,
     // bigger packets mean fewer encryptions and syscalls per byte.
     let mut mtu = quinn::MtuDiscoveryConfig::default();
-    mtu.upper_bound(MAX_UDP_PAYLOAD);
+    mtu.upper_bound(MTU_PROBE_MAX);
     t.mtu_discovery_config(Some(mtu));
+    // An MTU probe counts as bytes in flight until it is acknowledged or
+    // declared lost, and a lost one is declared lost only when the probe
+    // timeout fires (RTT + 4 RTT variance + the peer's 25 ms ACK delay).
+    // With quinn's 14 720-byte initial window one 64 KiB probe alone fills
+    // the window, so every op behind it waited for that: ~25-45 ms stalls
+    // of remote ops at the start of each connection and at each periodic
+    // re-probe (issue 12). A window of several probes lets ops pass a probe
+    // in flight, lost or not; ranks sit on one LAN or host, where a burst of
+    // this size is what any TCP stream sends too.
+    let mut cc = quinn::congestion::CubicConfig::default();
+    cc.initial_window(INITIAL_WINDOW);
+    t.congestion_controller_factory(Arc::new(cc));
     Ok(Arc::new(t))
 }
 
-/// The largest UDP payload QUIC may use (and receive).
+/// The largest UDP payload QUIC may receive.
 const MAX_UDP_PAYLOAD: u16 = 65_527;
+/// The largest datagram MTU discovery probes for: the largest UDP payload
+/// IPv4 can carry (65 535 - 20 - 8). quinn allows up to IPv6's 65 527, but
+/// an IPv4 probe that large cannot be sent at all, so each of its three
+/// tries was lost and blocked the connection until its probe timeout.
+const MTU_PROBE_MAX: u16 = 65_507;
+/// The congestion window a connection starts with: four of the largest
+/// probes.
+const INITIAL_WINDOW: u64 = 4 * MTU_PROBE_MAX as u64;
 /// UDP socket buffers: enough for bursts of large datagrams without drops
 /// (the kernel caps them at net.core.{r,w}mem_max).
 const UDP_BUFFER: usize = 8 << 20;
