@@ -6,10 +6,13 @@
 //! pld-bench all --transport tcp --progress spin            # a table
 //! pld-bench all --transport quic --json                    # JSON lines
 //! pld-bench put_lat get_bw --sizes 8,4MiB --mpi ../shared/bench/mpi-rma/run.sh
+//! pld-bench grpc                                           # the client plane
 //! ```
 //! By default it starts its own target: a `pld-daemon` (rank 1) next to
-//! this binary; rank 0 runs in this process.
+//! this binary; rank 0 runs in this process. `grpc` starts two daemons per
+//! transport and progress mode and times gRPC calls against them instead.
 
+mod grpc;
 mod measure;
 mod raw;
 mod report;
@@ -41,6 +44,9 @@ const BENCHES: [&str; 12] = [
     "barrier_lat",
     "peak_mem",
 ];
+/// Benchmarks that `all` does not include: `grpc` starts daemons of every
+/// transport and progress mode itself, whatever the flags say.
+const EXTRA: [&str; 1] = ["grpc"];
 
 /// pld's micro-benchmarks: latency, bandwidth, message rate and barrier
 /// latency, next to the raw floor of the transport measured in the same run.
@@ -48,7 +54,10 @@ const BENCHES: [&str; 12] = [
 #[command(name = "pld-bench", version)]
 struct Cli {
     /// What to measure: `all`, or any of raw_rtt raw_bw put_lat get_lat
-    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate barrier_lat peak_mem.
+    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate barrier_lat peak_mem;
+    /// or `grpc`: the client plane's unary 8 B calls (health Check, Put and
+    /// Get to the own and a remote rank) over both transports and both
+    /// progress modes, each as a ratio of the Check.
     #[arg(default_value = "all")]
     benches: Vec<String>,
     /// Peer-plane transport: quic or tcp.
@@ -95,6 +104,10 @@ struct Cli {
     /// as MPI does: QUIC still encrypts, TCP is plaintext.
     #[arg(long)]
     tls_dir: Option<PathBuf>,
+    /// With `grpc`: also time the calls from Python, with this interpreter
+    /// (one that has `pld-client` installed, e.g. target/venv/bin/python).
+    #[arg(long)]
+    python: Option<PathBuf>,
     /// Internal: run as a helper process (raw-server, barrier-rank).
     #[arg(long, hide = true)]
     internal: Option<String>,
@@ -116,7 +129,9 @@ impl Cli {
         }
     }
     fn wants(&self, b: &str) -> bool {
-        self.benches.iter().any(|x| x == "all" || x == b)
+        self.benches
+            .iter()
+            .any(|x| x == b || (x == "all" && !EXTRA.contains(&b)))
     }
 }
 
@@ -232,10 +247,11 @@ fn main() -> anyhow::Result<()> {
         Some(other) => bail!("unknown internal mode {other}"),
         None => {
             for b in &cli.benches {
-                if b != "all" && !BENCHES.contains(&b.as_str()) {
+                if b != "all" && !BENCHES.contains(&b.as_str()) && !EXTRA.contains(&b.as_str()) {
                     bail!(
-                        "unknown benchmark {b}: use all or any of {}",
-                        BENCHES.join(" ")
+                        "unknown benchmark {b}: use all or any of {} {}",
+                        BENCHES.join(" "),
+                        EXTRA.join(" ")
                     );
                 }
             }
@@ -353,6 +369,19 @@ async fn raw_floor(cli: &Cli, figs: &mut Vec<Figure>, base: &mut Baselines) -> a
 }
 
 async fn run(cli: &Cli) -> anyhow::Result<()> {
+    if cli.wants("grpc") {
+        let figs = grpc::run(
+            &sibling("pld-daemon")?,
+            cli.tls_dir.as_deref(),
+            cli.python.as_deref(),
+            cli.quick,
+        )
+        .await?;
+        grpc::print(&figs, cli.json);
+        if cli.benches.iter().all(|b| b == "grpc") {
+            return Ok(());
+        }
+    }
     let mut figs = Vec::new();
     let mut base = Baselines {
         raw_rtt_us: None,
