@@ -41,7 +41,7 @@ pub enum Mismatch {
         remote: u32,
     },
     /// The peer claims a rank outside the cluster.
-    #[error("a peer claims rank {rank}, outside 0..{nranks}")]
+    #[error("a peer claims rank {rank}, but the cluster has ranks 0 to {last}", last = .nranks.saturating_sub(1))]
     RankOutOfRange { rank: u32, nranks: u32 },
     /// The peer claims this rank's own id.
     #[error("a peer claims rank {rank}, which is this rank's own")]
@@ -123,6 +123,88 @@ pub fn check(local: &Hello, remote: &Hello, expected_rank: Option<u32>) -> Resul
     check_windows(local, remote)
 }
 
+/// What the accepting side knows of who sent a Hello, before believing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// Mutual TLS: the peer's certificate names the rank its Hello claims.
+    Names,
+    /// Mutual TLS: the peer's certificate (of the cluster CA) names another
+    /// rank, or none: it is not who it claims to be.
+    Other,
+    /// No authentication (`--insecure`): anyone may claim any rank.
+    Unauthenticated,
+}
+
+/// What the accepting side makes of a peer's Hello.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The peer is the rank it claims and agrees with this rank: serve it.
+    Accept,
+    /// Refuse it, and hold nothing against the rank it claims: it claims no
+    /// rank of this cluster, or its certificate does not name the rank it
+    /// claims, or nothing proves who it is. A stranger never stops a rank.
+    Stranger(Refused),
+    /// Refuse it: its certificate proves it is rank `rank` of this cluster,
+    /// and that rank is configured differently (cluster id, protocol
+    /// version, windows) — a cluster this rank cannot serve.
+    Misconfigured { rank: u32, mismatch: Mismatch },
+}
+
+/// Why a stranger was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The claimed rank is outside this cluster (checked before any other
+    /// field is read, and against this rank's own rank count).
+    #[error("claims rank {rank}, but the cluster has ranks 0 to {last}")]
+    NoSuchRank { rank: u32, last: u32 },
+    /// The certificate names another rank than the Hello claims.
+    #[error("claims rank {rank} but its certificate does not name rank {rank}")]
+    NotThatRank { rank: u32 },
+    /// The Hello disagrees with this rank; see the mismatch.
+    #[error("{0}")]
+    Mismatch(Mismatch),
+}
+
+/// Judges a Hello on the accepting side. Every field is range-checked
+/// before it is used, and the claimed rank is believed only when `proof`
+/// says the certificate names it: a mismatch counts against a rank of the
+/// cluster ([`Verdict::Misconfigured`]) only then. Without authentication a
+/// mismatch is a stranger's: the rank's own dial of that peer, which
+/// reaches the configured address, finds a genuine one.
+pub fn admit(local: &Hello, remote: &Hello, proof: impl Fn(u32) -> Proof) -> Verdict {
+    if remote.rank >= local.nranks {
+        return Verdict::Stranger(Refused::NoSuchRank {
+            rank: remote.rank,
+            last: local.nranks.saturating_sub(1),
+        });
+    }
+    let proof = proof(remote.rank);
+    if proof == Proof::Other {
+        return Verdict::Stranger(Refused::NotThatRank { rank: remote.rank });
+    }
+    match check(local, remote, None) {
+        Ok(()) => Verdict::Accept,
+        Err(m) if proof == Proof::Names && identity_mismatch(&m) => Verdict::Misconfigured {
+            rank: remote.rank,
+            mismatch: m,
+        },
+        Err(m) => Verdict::Stranger(Refused::Mismatch(m)),
+    }
+}
+
+/// Whether a mismatch means the cluster's own configuration disagrees (the
+/// peer is a rank of this cluster configured differently), rather than a
+/// bad claim.
+fn identity_mismatch(m: &Mismatch) -> bool {
+    matches!(
+        m,
+        Mismatch::ProtocolVersion { .. }
+            | Mismatch::ClusterId { .. }
+            | Mismatch::WindowSize { .. }
+            | Mismatch::WindowMissing { .. }
+    )
+}
+
 fn sorted_unique(windows: &[WindowSpec]) -> bool {
     windows.windows(2).all(|w| w[0].name < w[1].name)
 }
@@ -181,7 +263,67 @@ mod tests {
             max_payload: 1 << 20,
             epoch: 0,
             barrier_epoch: 1,
+            listen: String::new(),
         }
+    }
+
+    #[test]
+    fn admit_checks_the_rank_range_before_anything_else() {
+        let w = [("data", 64)];
+        let mut evil = hello(99, &w);
+        evil.cluster_id = "evil".into();
+        assert_eq!(
+            admit(&hello(0, &w), &evil, |_| Proof::Names),
+            Verdict::Stranger(Refused::NoSuchRank { rank: 99, last: 3 })
+        );
+        // The remote's own nranks does not widen the range.
+        let mut wide = hello(6, &w);
+        wide.nranks = 8;
+        assert!(matches!(
+            admit(&hello(0, &w), &wide, |_| Proof::Names),
+            Verdict::Stranger(Refused::NoSuchRank { rank: 6, .. })
+        ));
+    }
+
+    #[test]
+    fn admit_believes_a_claim_only_with_a_certificate_that_names_it() {
+        let w = [("data", 64)];
+        let mut evil = hello(1, &w);
+        evil.cluster_id = "evil".into();
+        // A holder of rank 2's certificate claiming rank 1: refused as a
+        // stranger, nothing held against rank 1.
+        let names_2 = |r: u32| if r == 2 { Proof::Names } else { Proof::Other };
+        assert_eq!(
+            admit(&hello(0, &w), &evil, names_2),
+            Verdict::Stranger(Refused::NotThatRank { rank: 1 })
+        );
+        // Unauthenticated: refused, but never a cluster misconfiguration.
+        assert!(matches!(
+            admit(&hello(0, &w), &evil, |_| Proof::Unauthenticated),
+            Verdict::Stranger(Refused::Mismatch(Mismatch::ClusterId { .. }))
+        ));
+        // Rank 1 proven by its certificate, in another cluster: misconfigured.
+        assert!(matches!(
+            admit(&hello(0, &w), &evil, |_| Proof::Names),
+            Verdict::Misconfigured {
+                rank: 1,
+                mismatch: Mismatch::ClusterId { .. }
+            }
+        ));
+        // A proven rank claiming this rank's own id is no configuration
+        // problem of the cluster's: a stranger.
+        assert!(matches!(
+            admit(&hello(0, &w), &hello(0, &w), |_| Proof::Names),
+            Verdict::Stranger(Refused::Mismatch(Mismatch::SameRank { rank: 0 }))
+        ));
+        assert_eq!(
+            admit(&hello(0, &w), &hello(3, &w), |_| Proof::Names),
+            Verdict::Accept
+        );
+        assert_eq!(
+            admit(&hello(0, &w), &hello(3, &w), |_| Proof::Unauthenticated),
+            Verdict::Accept
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ fn seeds() -> Vec<Vec<u8>> {
             max_payload: 1 << 20,
             epoch: 0,
             barrier_epoch: 1,
+            listen: String::new(),
         }),
         Body::Put(pb::PeerPut {
             window: 0,
@@ -257,6 +258,7 @@ fn random_hellos_never_panic_the_handshake_check() {
         max_payload: 1 << 20,
         epoch: 0,
         barrier_epoch: 1,
+        listen: String::new(),
     };
     let valid = local.encode_to_vec();
     let mut rng = Rng(42);
@@ -288,4 +290,85 @@ fn random_hellos_never_panic_the_handshake_check() {
         }
     }
     assert!(accepted > 0, "the valid hello is accepted");
+}
+
+/// Structurally valid Hellos whose every field is drawn from its edges
+/// (0, 1, the cluster's values, just past them, the type's maximum), in
+/// every combination the generator reaches, through the accepting side's
+/// judgement: nothing panics, no claim outside the cluster is believed,
+/// and only a certificate that names the claimed rank lets a mismatch
+/// count against that rank.
+#[test]
+fn out_of_range_hellos_never_panic_admission_nor_blame_an_unproven_rank() {
+    use pld_proto::handshake::{Proof, Verdict};
+    let local = pld_proto::v1::Hello {
+        protocol_version: pld_proto::PROTOCOL_VERSION,
+        cluster_id: "pld".into(),
+        rank: 0,
+        nranks: 4,
+        windows: vec![
+            pb::WindowSpec {
+                name: "data".into(),
+                size: 1 << 20,
+            },
+            pb::WindowSpec {
+                name: "signal".into(),
+                size: 64 << 10,
+            },
+        ],
+        max_payload: 1 << 20,
+        epoch: 7,
+        barrier_epoch: 1,
+        listen: String::new(),
+    };
+    let mut rng = Rng(7);
+    let u32s = [0, 1, 2, 3, 4, 5, 99, u32::MAX - 1, u32::MAX];
+    let u64s = [0, 1, 64 << 10, 1 << 20, (1 << 20) + 1, u64::MAX];
+    let names = ["data", "signal", "", "a", "zzz", "data\0"];
+    let clusters = ["pld", "evil", "", "pld "];
+    let proofs = [Proof::Names, Proof::Other, Proof::Unauthenticated];
+    let (mut accepted, mut blamed, n) = (0, 0, iterations() / 4);
+    for _ in 0..n {
+        let pick32 = |rng: &mut Rng| u32s[rng.below(u32s.len() as u64) as usize];
+        let pick64 = |rng: &mut Rng| u64s[rng.below(u64s.len() as u64) as usize];
+        let windows = (0..rng.below(4))
+            .map(|_| pb::WindowSpec {
+                name: names[rng.below(names.len() as u64) as usize].into(),
+                size: pick64(&mut rng),
+            })
+            .collect();
+        let mut remote = pld_proto::v1::Hello {
+            protocol_version: [pld_proto::PROTOCOL_VERSION, pick32(&mut rng)]
+                [rng.below(2) as usize],
+            cluster_id: clusters[rng.below(clusters.len() as u64) as usize].into(),
+            rank: pick32(&mut rng),
+            nranks: [4, pick32(&mut rng)][rng.below(2) as usize],
+            windows,
+            max_payload: pick64(&mut rng),
+            epoch: pick64(&mut rng),
+            barrier_epoch: pick64(&mut rng),
+            listen: String::new(),
+        };
+        if rng.below(4) == 0 {
+            remote.windows = local.windows.clone();
+        }
+        let proof = proofs[rng.below(3) as usize];
+        match handshake::admit(&local, &remote, |_| proof) {
+            Verdict::Accept => {
+                accepted += 1;
+                assert!(remote.rank < local.nranks && remote.rank != local.rank);
+                assert_ne!(proof, Proof::Other);
+                assert_eq!(handshake::check(&local, &remote, None), Ok(()));
+            }
+            Verdict::Misconfigured { rank, mismatch } => {
+                blamed += 1;
+                assert_eq!(proof, Proof::Names, "an unproven claim was believed");
+                assert!(rank < local.nranks && rank == remote.rank);
+                assert!(!mismatch.to_string().is_empty());
+            }
+            Verdict::Stranger(why) => assert!(!why.to_string().is_empty()),
+        }
+    }
+    assert!(accepted > 0, "some generated hellos are valid");
+    assert!(blamed > 0, "some proven ranks are misconfigured");
 }

@@ -269,6 +269,12 @@ impl Daemon {
 
     /// SIGKILL, then everything the process wrote to stderr.
     pub fn kill_and_stderr(mut self) -> String {
+        self.kill_and_stderr_now()
+    }
+
+    /// SIGKILL, then everything the process wrote to stderr (the daemon
+    /// stays in its cluster's list, dead).
+    pub fn kill_and_stderr_now(&mut self) -> String {
         self.kill();
         self.stderr
             .take()

@@ -34,7 +34,17 @@ pub fn hello(rank: u32, nranks: u32, cluster_id: &str) -> Hello {
         max_payload: frame::DEFAULT_MAX_PAYLOAD as u64,
         epoch: 1,
         barrier_epoch: 1,
+        listen: String::new(),
     }
+}
+
+/// The Hello embedded rank `rank` of `c` sends, its run's epoch included:
+/// a raw peer that joins with it is one more connection of that rank, not
+/// a second instance of it (which the cluster refuses).
+pub fn hello_of(c: &crate::Cluster, rank: u32) -> Hello {
+    let mut h = hello(rank, c.n(), "pld");
+    h.epoch = c.rank(rank).epoch();
+    h
 }
 
 /// A connection to a rank that the test drives byte by byte.

@@ -9,7 +9,7 @@ use pld_proto::v1::{
     header::Body,
 };
 use pld_server::{AccessError, Dtype, Error, NotifyOp, TransportKind};
-use pld_tests::raw::{RawPeer, hello};
+use pld_tests::raw::{RawPeer, hello, hello_of};
 use pld_tests::{Cluster, both, pattern};
 
 async fn cluster(t: TransportKind) -> (Cluster, Bytes, Bytes) {
@@ -137,7 +137,7 @@ both!(
     |t: TransportKind| async move {
         let (mut c, d0, s0) = cluster(t).await;
         let addr = c.peers[1].clone();
-        let mut p = RawPeer::join(t, &addr, 1, hello(0, 2, "pld")).await;
+        let mut p = RawPeer::join(t, &addr, 1, hello_of(&c, 0)).await;
         let size = 16u64 << 20;
         let cases: Vec<(Body, Vec<u8>, ErrorCode, String)> = vec![
             (
@@ -352,7 +352,7 @@ async fn fatal(
 ) {
     let addr = &c.peers[1];
     let mut p = if join {
-        RawPeer::join(t, addr, 1, hello(0, 2, "pld")).await
+        RawPeer::join(t, addr, 1, hello_of(c, 0)).await
     } else {
         RawPeer::connect(t, addr, 1).await
     };
@@ -461,7 +461,7 @@ both!(
         for seed in 0..20 {
             let junk = pattern(64 + seed * 97, 1000 + seed as u64);
             let addr = &c.peers[1];
-            let mut p = RawPeer::join(t, addr, 1, hello(0, 2, "pld")).await;
+            let mut p = RawPeer::join(t, addr, 1, hello_of(&c, 0)).await;
             p.send(&junk).await;
             // Whatever the bytes decode to, the rank answers and keeps its windows.
             while let Some(f) = p.read_frame().await {
@@ -480,19 +480,33 @@ both!(
     |t: TransportKind| async move {
         let (mut c, d0, s0) = cluster(t).await;
         let addr = c.peers[1].clone();
-        for (h, text) in [
+        // (the Hello, the rank whose certificate the peer shows, the refusal)
+        for (h, cert, text) in [
             (
                 hello(0, 2, "other"),
+                0,
                 "cluster id mismatch: rank 1 is in cluster 'pld', rank 0 in cluster 'other'",
             ),
-            (hello(0, 3, "pld"), "nranks mismatch"),
+            (hello(0, 3, "pld"), 0, "nranks mismatch"),
             (
                 hello(1, 2, "pld"),
+                1,
                 "a peer claims rank 1, which is this rank's own",
             ),
-            (hello(5, 2, "pld"), "a peer claims rank 5, outside 0..2"),
+            (
+                hello(1, 2, "pld"),
+                0,
+                "claims rank 1 but its certificate does not name rank-1.pld",
+            ),
+            (
+                hello(5, 2, "pld"),
+                0,
+                "claims rank 5, but the cluster has ranks 0 to 1",
+            ),
         ] {
-            let mut p = RawPeer::connect(t, &addr, 1).await;
+            let mut p = RawPeer::connect_with(t, &addr, 1, pld_tests::security(cert))
+                .await
+                .expect("dial");
             let reply = p.handshake(h).await.expect("a refusal");
             let (code, msg) = error_of(&reply);
             assert_eq!(code, ErrorCode::HandshakeRefused);
@@ -609,7 +623,7 @@ both!(
         let (mut c, d0, s0) = cluster(t).await;
         let mut seed = 0x5EED_u64 + t as u64;
         for i in 0..100u32 {
-            let mut p = RawPeer::join(t, &c.peers[1], 1, hello(0, 2, "pld")).await;
+            let mut p = RawPeer::join(t, &c.peers[1], 1, hello_of(&c, 0)).await;
             // A length prefix the decoder accepts, then random header and
             // payload bytes; or raw random bytes.
             let head = garbage(&mut seed, 1 + (i as usize * 7) % 60);

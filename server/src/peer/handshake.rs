@@ -9,7 +9,7 @@ use super::{FrameReader, RankState, ReadError, Refusal, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::{Connection, Endpoint, PeerWriter};
 use pld_proto::frame::{Decoder, PREAMBLE, error_header};
-use pld_proto::handshake::{Mismatch, check};
+use pld_proto::handshake::{Proof, Refused, Verdict, admit, check};
 use pld_proto::v1::{ErrorCode, Header, Hello, header::Body};
 use prost::Message;
 use std::net::SocketAddr;
@@ -56,7 +56,7 @@ pub(crate) async fn dial(
     let addr_text = state.config.peers[peer as usize].clone();
     let mut backoff = Duration::from_millis(20);
     loop {
-        let last_error = match attempt(state, endpoint, peer, &addr_text, deadline).await {
+        let last_error = match attempt(state, endpoint, peer, &addr_text, deadline, true).await {
             Ok(e) => return Ok(e),
             Err(Attempt::Fatal(e)) => return Err(e),
             Err(Attempt::Retry(why)) => why,
@@ -77,12 +77,15 @@ pub(crate) async fn dial(
     }
 }
 
+/// One dial of `peer`: connect, exchange Hellos, check. `join`: note the
+/// peer's epochs (a probe of who answers at an address does not).
 async fn attempt(
     state: &RankState,
     endpoint: &Endpoint,
     peer: u32,
     addr_text: &str,
     deadline: Instant,
+    join: bool,
 ) -> Result<Established, Attempt> {
     let retry = |what: &str, e: &dyn std::fmt::Display| Attempt::Retry(format!("{what}: {e}"));
     let addr = resolve(addr_text)
@@ -147,7 +150,9 @@ async fn attempt(
                     mismatch,
                 })
             })?;
-            state.peer_joined(&h, false);
+            if join {
+                state.peer_joined(&h, false);
+            }
             Ok(Established {
                 reader,
                 writer,
@@ -159,7 +164,10 @@ async fn attempt(
         // A refusal carries the refuser's Hello: name the mismatch from
         // this side when it decodes.
         Some(Body::Error(e)) => {
-            let theirs = Hello::decode(reply.payload.as_ref()).ok();
+            // (An empty payload would decode as an all-default Hello.)
+            let theirs = (!reply.payload.is_empty())
+                .then(|| Hello::decode(reply.payload.as_ref()).ok())
+                .flatten();
             match theirs.map(|h| check(&state.hello, &h, Some(peer))) {
                 Some(Err(mismatch)) => Err(Attempt::Fatal(Error::Mismatch {
                     peer,
@@ -180,17 +188,52 @@ async fn attempt(
     }
 }
 
-/// Whether a mismatch means the cluster's own configuration disagrees (the
-/// peer is a rank of this cluster configured differently), rather than a
-/// stranger's bad claim. Checked only after the claimed rank is in range.
-fn identity_mismatch(m: &Mismatch) -> bool {
-    matches!(
-        m,
-        Mismatch::ProtocolVersion { .. }
-            | Mismatch::ClusterId { .. }
-            | Mismatch::WindowSize { .. }
-            | Mismatch::WindowMissing { .. }
-    )
+/// How long the accepting side waits for the rank at a peer's configured
+/// address to answer, when a Hello shows that peer under a new epoch.
+const INCUMBENT_PROBE: Duration = Duration::from_secs(2);
+
+/// Whether `h` is a second live instance of a rank this rank already
+/// knows: it shows a new epoch, yet the rank at the peer's configured
+/// address answers under another one. A restarted rank answers there
+/// itself (it listens before it dials), so it passes; a second one started
+/// with another `--listen` is refused, naming both addresses. Returns the
+/// refusal's message.
+async fn second(
+    state: &RankState,
+    endpoint: &Endpoint,
+    h: &Hello,
+    remote: SocketAddr,
+) -> Option<String> {
+    let known = state
+        .known_epoch(h.rank)
+        .filter(|e| *e != 0 && *e != h.epoch)?;
+    let addr = state.config.peers.get(h.rank as usize)?;
+    let deadline = Instant::now() + INCUMBENT_PROBE;
+    let answer = attempt(state, endpoint, h.rank, addr, deadline, false).await;
+    let Ok(incumbent) = answer else {
+        return None;
+    };
+    let mut writer = incumbent.writer;
+    super::link::finish(&mut writer).await;
+    if let Some(q) = &incumbent.quic {
+        q.close(0u32.into(), b"probe");
+    }
+    (incumbent.peer.epoch != h.epoch).then(|| {
+        format!(
+            "rank {} is already running at {addr} (epoch {}, known here as epoch {known}); \
+             refusing a second rank {} listening at {} (from {remote}, epoch {})",
+            h.rank,
+            incumbent.peer.epoch,
+            h.rank,
+            // The sender's own words: shown, never interpreted.
+            h.listen
+                .chars()
+                .take(100)
+                .collect::<String>()
+                .escape_debug(),
+            h.epoch
+        )
+    })
 }
 
 /// Resolves `HOST:PORT` to one address, also in a static binary with no
@@ -204,6 +247,7 @@ pub(crate) async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
 /// connection closed; the returned text says why, for the log.
 pub(crate) async fn accept(
     state: &RankState,
+    endpoint: &Endpoint,
     conn: Connection,
 ) -> std::result::Result<Established, String> {
     let Connection {
@@ -218,12 +262,19 @@ pub(crate) async fn accept(
         Decoder::expecting_preamble(state.config.max_payload),
     );
     // Under mutual TLS the certificate chains to the cluster CA (rustls
-    // checked); it must also name the rank the Hello claims.
-    let claim_ok = |rank: u32| {
-        !state.config.security.is_tls()
-            || peer_cert
-                .as_ref()
-                .is_some_and(|c| crate::tls::names_rank(c, rank))
+    // checked); whether it names the rank the Hello claims decides whether
+    // anything the Hello says is believed.
+    let proof = |rank: u32| {
+        if !state.config.security.is_tls() {
+            Proof::Unauthenticated
+        } else if peer_cert
+            .as_ref()
+            .is_some_and(|c| crate::tls::names_rank(c, rank))
+        {
+            Proof::Names
+        } else {
+            Proof::Other
+        }
     };
     let refuse =
         |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
@@ -241,19 +292,13 @@ pub(crate) async fn accept(
                 .stats
                 .received(pld_proto::MsgKind::of(&frame.header), frame.payload.len());
             match frame.header.body {
-                Some(Body::Hello(h)) => match check(&state.hello, &h, None) {
-                    Ok(()) if !claim_ok(h.rank) => {
-                        state.stats.auth_refused();
-                        refuse(
-                            ErrorCode::HandshakeRefused,
-                            format!(
-                                "claims rank {} but its certificate does not name {}",
-                                h.rank,
-                                crate::tls::server_name(h.rank)
-                            ),
-                        )
+                Some(Body::Hello(h)) => match admit(&state.hello, &h, proof) {
+                    Verdict::Accept
+                        if let Some(msg) = second(state, endpoint, &h, remote).await =>
+                    {
+                        refuse(ErrorCode::HandshakeRefused, msg)
                     }
-                    Ok(()) => {
+                    Verdict::Accept => {
                         // Before answering: a restarted peer is ready only
                         // once this rank knows to reconnect to it.
                         state.peer_joined(&h, true);
@@ -269,16 +314,39 @@ pub(crate) async fn accept(
                             quic,
                         });
                     }
-                    Err(m) => {
-                        if identity_mismatch(&m) {
-                            refusal = Some(Refusal {
-                                peer: h.rank,
-                                addr: state.config.peers[h.rank as usize].clone(),
-                                mismatch: m.clone(),
-                            });
-                        }
-                        let msg = format!("rank {} from {remote}: {m}", h.rank);
+                    Verdict::Stranger(Refused::NotThatRank { rank }) => {
+                        state.stats.auth_refused();
+                        refuse(
+                            ErrorCode::HandshakeRefused,
+                            format!(
+                                "claims rank {rank} but its certificate does not name {}",
+                                crate::tls::server_name(rank)
+                            ),
+                        )
+                    }
+                    Verdict::Stranger(Refused::Mismatch(m)) => {
+                        let msg = format!("a peer claiming rank {} from {remote}: {m}", h.rank);
                         let header = error_header(0, ErrorCode::HandshakeRefused, m.to_string());
+                        (header, msg, state.hello.encode_to_vec())
+                    }
+                    Verdict::Stranger(other) => refuse(
+                        ErrorCode::HandshakeRefused,
+                        format!("a peer from {remote} {other}"),
+                    ),
+                    Verdict::Misconfigured { rank, mismatch } => {
+                        refusal = Some(Refusal {
+                            peer: rank,
+                            addr: state
+                                .config
+                                .peers
+                                .get(rank as usize)
+                                .cloned()
+                                .unwrap_or_default(),
+                            mismatch: mismatch.clone(),
+                        });
+                        let msg = format!("rank {rank} from {remote}: {mismatch}");
+                        let header =
+                            error_header(0, ErrorCode::HandshakeRefused, mismatch.to_string());
                         (header, msg, state.hello.encode_to_vec())
                     }
                 },

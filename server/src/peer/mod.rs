@@ -149,6 +149,7 @@ impl RankState {
             max_payload: config.max_payload as u64,
             epoch,
             barrier_epoch: 1,
+            listen: config.listen_addr().to_string(),
         };
         let n = config.nranks() as usize;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -219,6 +220,12 @@ impl RankState {
                 let _ = self.rejoin.tx.send(h.rank);
             }
         }
+    }
+
+    /// The epoch of `peer`'s run this rank last saw in a Hello (0: none yet).
+    pub fn known_epoch(&self, peer: u32) -> Option<u64> {
+        let epochs = self.rejoin.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        epochs.get(peer as usize).copied()
     }
 
     /// The rejoin of `peer` ended (its new link is in place, or dialing it

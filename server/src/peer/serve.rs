@@ -35,6 +35,7 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
     while let Some(incoming) = endpoint.accept().await {
         while conns.try_join_next().is_some() {}
         let state = state.clone();
+        let endpoint = endpoint.clone();
         conns.spawn(async move {
             let remote = incoming.remote();
             let conn = match tokio::time::timeout(handshake::HELLO_TIMEOUT, incoming.establish())
@@ -50,7 +51,7 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
                 }
                 Err(_) => return tracing::debug!(%remote, "incoming connection did not complete"),
             };
-            match handshake::accept(&state, conn).await {
+            match handshake::accept(&state, &endpoint, conn).await {
                 Ok(est) => serve(state, est).await,
                 Err(why) => tracing::warn!(%remote, "refused a peer connection: {why}"),
             }
