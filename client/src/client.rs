@@ -124,7 +124,10 @@ impl Client {
             endpoint_of(format!("{scheme}://{addr}"))?;
             None
         };
-        let deadline = Instant::now() + opts.wait_ready;
+        // A saturating deadline: `wait_ready` is the caller's to choose.
+        let deadline = Instant::now()
+            .checked_add(opts.wait_ready)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
         let mut backoff = Duration::from_millis(20);
         loop {
             let attempt = async {
@@ -526,8 +529,8 @@ impl Client {
     pub fn fence(&self, peer: u32) -> Result<()> {
         if peer >= self.nranks() {
             return Err(Error::InvalidArgument(format!(
-                "rank {peer} does not exist: the cluster has ranks 0..{}",
-                self.nranks()
+                "rank {peer} does not exist: the cluster has ranks 0 to {}",
+                self.nranks().saturating_sub(1)
             )));
         }
         Ok(())

@@ -2,13 +2,13 @@
 //! request to real daemons — and after each, the daemon keeps serving and
 //! no window byte changed.
 
+mod common;
 use bytes::Bytes;
+use common::raw;
 use pld_client::{Chunking, Client, ClientOptions, Cmp, Code, Dtype, Layout, Shape, Transfer};
-use pld_proto::v1::pld_client::PldClient;
 use pld_proto::v1::{self as pb, Region};
 use pld_tests::{GrpcCluster, run};
 use std::time::Duration;
-use tonic::transport::Channel;
 
 const TOKEN: &str = "t0ken-for-tests";
 
@@ -17,18 +17,6 @@ fn authed<T>(msg: T) -> tonic::Request<T> {
     r.metadata_mut()
         .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
     r
-}
-
-async fn raw(addr: &str) -> PldClient<Channel> {
-    PldClient::new(
-        tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap(),
-    )
-    .max_decoding_message_size(64 << 20)
-    .max_encoding_message_size(64 << 20)
 }
 
 fn expect_code<T: std::fmt::Debug>(
@@ -209,7 +197,7 @@ fn every_documented_error_code_comes_from_a_real_bad_request() {
                 region: None,
             }))
             .await,
-            Code::InvalidArgument,
+            Code::ResourceExhausted,
             "use GetStream",
         );
 
@@ -270,6 +258,16 @@ fn every_documented_error_code_comes_from_a_real_bad_request() {
                 .unwrap()
                 .iter()
                 .all(|b| *b == 0)
+        );
+        // The PutStream refused for its range wrote none of the part that
+        // would have fit.
+        assert!(
+            cl.get(1, data, (16 << 20) - (1 << 20), 1 << 20)
+                .await
+                .unwrap()
+                .iter()
+                .all(|b| *b == 0),
+            "the refused PutStream's first megabyte landed"
         );
 
         // UNAVAILABLE: the peer is gone.

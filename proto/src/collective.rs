@@ -204,7 +204,10 @@ pub async fn broadcast<R: Rma, T: Scalar>(
     if root >= p {
         return Err(Error::Invalid {
             call: "broadcast",
-            reason: format!("root {root} is not a rank (0..{p})"),
+            reason: format!(
+                "root {root} is not a rank: the ranks are 0 to {}",
+                p.saturating_sub(1)
+            ),
         });
     }
     need::<R, T>(s, "broadcast", x.len())?;

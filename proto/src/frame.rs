@@ -18,6 +18,9 @@ pub const MAX_HEADER_LEN: usize = 64 * 1024;
 /// The largest payload in one frame unless configured otherwise. Larger
 /// transfers are split into several frames.
 pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+/// The payload limit before a peer's Hello is accepted, whatever the
+/// configured limit: a handshake's frames carry at most a Hello.
+pub const HANDSHAKE_MAX_PAYLOAD: usize = 64 << 10;
 
 /// One decoded frame.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +134,12 @@ impl Decoder {
     /// The payload limit this decoder enforces.
     pub fn max_payload(&self) -> usize {
         self.max_payload
+    }
+
+    /// Changes the payload limit: small until the peer's Hello has been
+    /// accepted, the configured one after.
+    pub fn set_max_payload(&mut self, max_payload: usize) {
+        self.max_payload = max_payload;
     }
 
     /// Takes one whole frame off the front of `buf`.

@@ -27,7 +27,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
-/// Parses a duration: `250ms`, `10s`, `2m`, or a plain number of seconds.
+/// Parses a duration: `250ms`, `10s`, `2m`, `1h`, or a plain number of
+/// seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -36,14 +37,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("duration '{s}' must be a number with ms, s or m"))?;
+        .map_err(|_| format!("duration '{s}' must be a number with ms, s, m or h"))?;
     let secs = match unit.trim() {
         "ms" => n / 1000.0,
         "" | "s" => n,
         "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
         other => {
             return Err(format!(
-                "duration '{s}' has unknown unit '{other}': use ms, s or m"
+                "duration '{s}' has unknown unit '{other}': use ms, s, m or h"
             ));
         }
     };

@@ -159,6 +159,17 @@ pub struct Config {
     pub security: Security,
 }
 
+/// The range every timeout may take: longer ones are typos, and would
+/// overflow the clock (`Instant + d`) or QUIC's idle timeout.
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(24 * 3600);
+/// The longest `--spin-idle`.
+pub const MAX_SPIN_IDLE: Duration = Duration::from_secs(60);
+/// The range of `--max-frame`.
+pub const FRAME_RANGE: std::ops::RangeInclusive<usize> = 4096..=(256 << 20);
+/// The largest window.
+pub const MAX_WINDOW: u64 = 1 << 40;
+
 impl Config {
     /// A configuration with the defaults: QUIC, windows `data` and `signal`,
     /// cluster id `pld`, 30 s connect timeout, 10 s op timeout, 60 s
@@ -193,10 +204,10 @@ impl Config {
         }
         if self.rank >= self.nranks() {
             return bad(format!(
-                "rank {} is not in the peer list of {} ranks (0..{})",
+                "rank {} is not in the peer list of {} ranks (0 to {})",
                 self.rank,
                 self.nranks(),
-                self.nranks()
+                self.nranks() - 1
             ));
         }
         for (i, p) in self.peers.iter().enumerate() {
@@ -229,16 +240,34 @@ impl Config {
         if self.cluster_id.is_empty() {
             return bad("the cluster id is empty".into());
         }
-        if self.op_timeout.is_zero()
-            || self.connect_timeout.is_zero()
-            || self.sync_timeout.is_zero()
-        {
-            return bad("timeouts must be greater than zero".into());
+        for (what, flag, d) in [
+            ("connect timeout", "connect-timeout", self.connect_timeout),
+            ("op timeout", "op-timeout", self.op_timeout),
+            ("sync timeout", "sync-timeout", self.sync_timeout),
+        ] {
+            if !TIMEOUT_RANGE.contains(&d) {
+                return bad(format!(
+                    "a {what} of {d:?} is out of range (--{flag}): give 1ms to 24h"
+                ));
+            }
         }
-        if self.max_payload < 4096 || self.max_payload > u32::MAX as usize {
+        if let Progress::Spin { idle } = self.progress
+            && idle > MAX_SPIN_IDLE
+        {
             return bad(format!(
-                "max payload {} must be between 4 KiB and 4 GiB",
+                "a spin idle time of {idle:?} is out of range (--spin-idle): give 0 to 1m"
+            ));
+        }
+        if !FRAME_RANGE.contains(&self.max_payload) {
+            return bad(format!(
+                "a frame payload limit of {} bytes is out of range (--max-frame): give 4 KiB to 256 MiB",
                 self.max_payload
+            ));
+        }
+        if let Some(w) = self.windows.iter().find(|w| w.size > MAX_WINDOW) {
+            return bad(format!(
+                "window '{}' of {} bytes is larger than pld allows (1 TiB)",
+                w.name, w.size
             ));
         }
         Ok(())

@@ -100,7 +100,7 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
     /// A rank id outside the cluster.
-    #[error("rank {rank} does not exist: the cluster has ranks 0..{nranks}")]
+    #[error("rank {rank} does not exist: the cluster has ranks 0 to {last}", last = .nranks.saturating_sub(1))]
     NoSuchRank { rank: u32, nranks: u32 },
     /// A window name that is not configured.
     #[error("window '{name}' does not exist; the windows are {known}")]
@@ -109,6 +109,14 @@ pub enum Error {
     #[error("{op} to rank {rank}: {error}")]
     Access {
         op: OpKind,
+        rank: u32,
+        error: AccessError,
+    },
+    /// A wait or test on this rank's own signal cell was refused by the
+    /// checks (`op` is `wait` or `test`).
+    #[error("{op} on rank {rank}'s signal cell: {error}")]
+    CellAccess {
+        op: &'static str,
         rank: u32,
         error: AccessError,
     },

@@ -17,11 +17,13 @@
 //! ```
 
 pub mod config;
+mod deadline;
 pub mod error;
 pub mod grpc;
 pub mod metrics;
 mod peer;
 mod rank;
+mod ratelog;
 pub mod stats;
 pub mod tls;
 pub mod transport;

@@ -75,6 +75,38 @@ pub fn render(src: &Sources) -> String {
         quic_paths(&mut out, r, &rank.quic_paths());
     }
     if let Some(g) = &src.grpc {
+        let plane = g.plane();
+        let one = |v: u64| [(format!("rank=\"{r}\""), v)];
+        gauge(
+            &mut out,
+            "pld_grpc_connections",
+            "Client connections open (past their TLS handshake and HTTP/2 preface).",
+            &one(plane.open),
+        );
+        counter(
+            &mut out,
+            "pld_grpc_connections_refused_total",
+            "Client connections closed at once: --grpc-max-connections were open.",
+            &one(plane.refused),
+        );
+        counter(
+            &mut out,
+            "pld_grpc_handshakes_failed_total",
+            "Client connections closed for a failed or late TLS handshake or HTTP/2 preface.",
+            &one(plane.handshakes_failed),
+        );
+        counter(
+            &mut out,
+            "pld_grpc_streams_stalled_total",
+            "GetStreams cancelled because the client took nothing for --grpc-stall-timeout.",
+            &one(plane.stalled),
+        );
+        gauge(
+            &mut out,
+            "pld_grpc_buffered_bytes",
+            "Bytes of --grpc-buffer-budget the streams hold.",
+            &one(plane.buffered),
+        );
         let methods = g.snapshot();
         let _ = writeln!(
             out,

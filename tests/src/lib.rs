@@ -287,6 +287,28 @@ impl Daemon {
         peak_memory_of(self.child.id())
     }
 
+    /// The process's resident memory now (VmRSS), in bytes.
+    pub fn memory(&self) -> Option<u64> {
+        proc_status_kib(self.child.id(), "VmRSS:").map(|kib| kib * 1024)
+    }
+
+    /// CPU time the process has used so far (user + system).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // Fields after the command name (which may hold spaces) in parentheses.
+        let rest = stat.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Some(Duration::from_millis(ticks * 1000 / hz))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
@@ -497,10 +519,14 @@ impl GrpcCluster {
 
 /// Peak resident memory (VmHWM) of process `pid`, in bytes (Linux).
 pub fn peak_memory_of(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmHWM:").map(|kib| kib * 1024)
+}
+
+/// A `/proc/PID/status` line's figure in KiB.
+fn proc_status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Deterministic pseudo-random bytes.

@@ -188,3 +188,25 @@ def test_collectives_run_across_the_daemons(cluster4):
     with pytest.raises(PldError) as e:
         clients[0].all_reduce(xs[0], op="mean")
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_reflection_answers_in_v1_and_v1alpha(cluster2):
+    """grpcio-reflection speaks v1alpha; grpcurl and newer tools speak v1.
+    The two versions' messages are the same on the wire, so v1alpha's
+    classes also drive the v1 method."""
+    from grpc_reflection.v1alpha import reflection_pb2 as refl
+
+    channel = grpc.insecure_channel(cluster2.grpc[0])
+    try:
+        for service in ("grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"):
+            info = channel.stream_stream(
+                f"/{service}/ServerReflectionInfo",
+                request_serializer=refl.ServerReflectionRequest.SerializeToString,
+                response_deserializer=refl.ServerReflectionResponse.FromString,
+            )
+            answers = list(info(iter([refl.ServerReflectionRequest(list_services="")]), timeout=10))
+            names = [s.name for s in answers[0].list_services_response.service]
+            assert "pld.v1.Pld" in names, (service, names)
+            assert "grpc.health.v1.Health" in names, (service, names)
+    finally:
+        channel.close()

@@ -56,6 +56,14 @@ pub(crate) async fn run(
 ) -> Result<pb::CollectiveResponse, Error> {
     let rank = shared.rank()?;
     let dt = dtype(call, dt)?;
+    if data.len() > shared.max_data {
+        return Err(Error::TooLarge {
+            call,
+            len: data.len() as u64,
+            max: shared.max_data as u64,
+            instead: "smaller pieces",
+        });
+    }
     if data.len() % dt.size() != 0 {
         return Err(Error::invalid(
             call,

@@ -102,7 +102,7 @@ fn wire_code(code: ErrorCode) -> Code {
 fn rank_code(e: &RankError) -> Code {
     match e {
         RankError::NoSuchRank { .. } | RankError::NoSuchWindow { .. } => Code::NotFound,
-        RankError::Access { error, .. } => access_code(error),
+        RankError::Access { error, .. } | RankError::CellAccess { error, .. } => access_code(error),
         RankError::InvalidTransfer { .. } => Code::InvalidArgument,
         RankError::Rejected { code, .. } => wire_code(*code),
         RankError::PeerLost { .. }
@@ -126,9 +126,9 @@ impl Error {
         match self {
             Error::Rank(e) => rank_code(e),
             Error::NotReady { .. } => Code::Unavailable,
-            Error::InvalidArgument { .. } | Error::TooLarge { .. } | Error::StreamLength { .. } => {
-                Code::InvalidArgument
-            }
+            Error::InvalidArgument { .. } | Error::StreamLength { .. } => Code::InvalidArgument,
+            // One code for "too large" everywhere: tonic's own limit says it too.
+            Error::TooLarge { .. } => Code::ResourceExhausted,
             Error::ClientStream { status, .. } if is_too_large(status) => Code::ResourceExhausted,
             Error::ClientStream { status, .. } => status.code(),
             Error::Unauthenticated(_) => Code::Unauthenticated,

@@ -25,11 +25,21 @@ pub const METHODS: [&str; 14] = [
 /// gRPC status codes 0 (OK) to 16.
 const CODES: usize = 17;
 
-/// Per method: calls by status code, and the duration of every call.
+/// Per method: calls by status code, and the duration of every call; and
+/// the connections and buffers of the plane.
 #[derive(Debug)]
 pub struct GrpcMetrics {
     calls: [[AtomicU64; CODES]; METHODS.len()],
     latency: [Histogram; METHODS.len()],
+    /// Client connections open now (past their handshake).
+    pub(crate) open: AtomicU64,
+    /// Connections closed at once: the cap was reached.
+    pub(crate) refused: AtomicU64,
+    /// Connections closed for a failed or late TLS handshake or preface.
+    pub(crate) handshakes_failed: AtomicU64,
+    /// GetStreams cancelled because their client stopped reading.
+    pub(crate) stalled: AtomicU64,
+    budget: std::sync::OnceLock<super::budget::Budget>,
 }
 
 impl Default for GrpcMetrics {
@@ -37,8 +47,24 @@ impl Default for GrpcMetrics {
         GrpcMetrics {
             calls: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             latency: std::array::from_fn(|_| Histogram::default()),
+            open: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            handshakes_failed: AtomicU64::new(0),
+            stalled: AtomicU64::new(0),
+            budget: std::sync::OnceLock::new(),
         }
     }
+}
+
+/// The plane's connection and buffer figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlaneSnapshot {
+    pub open: u64,
+    pub refused: u64,
+    pub handshakes_failed: u64,
+    pub stalled: u64,
+    /// Bytes of the buffer budget in use.
+    pub buffered: u64,
 }
 
 /// One method's figures.
@@ -58,6 +84,21 @@ impl GrpcMetrics {
         let c = (code as usize).min(CODES - 1);
         self.calls[m][c].fetch_add(1, Relaxed);
         self.latency[m].record(took);
+    }
+
+    pub(crate) fn watch_budget(&self, b: super::budget::Budget) {
+        let _ = self.budget.set(b);
+    }
+
+    /// Connections and buffers now.
+    pub fn plane(&self) -> PlaneSnapshot {
+        PlaneSnapshot {
+            open: self.open.load(Relaxed),
+            refused: self.refused.load(Relaxed),
+            handshakes_failed: self.handshakes_failed.load(Relaxed),
+            stalled: self.stalled.load(Relaxed),
+            buffered: self.budget.get().map_or(0, |b| b.in_use() as u64),
+        }
     }
 
     /// Every method that was called at least once.

@@ -9,8 +9,10 @@
 //! without one the port must be a loopback address.
 
 mod auth;
+mod budget;
 mod collective;
 pub mod error;
+mod incoming;
 mod metrics;
 mod service;
 mod stream;
@@ -30,6 +32,24 @@ use tonic_health::server::HealthReporter;
 
 /// The data bytes one unary message carries at most, by default.
 pub const DEFAULT_MAX_MESSAGE_DATA: usize = 4 << 20;
+/// The range `--grpc-max-message` may take.
+pub const MAX_MESSAGE_DATA_RANGE: std::ops::RangeInclusive<usize> = 4096..=(256 << 20);
+/// How long a new connection may take for its TLS handshake and HTTP/2
+/// preface, by default; and the range the flag may take.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(300);
+/// Concurrent client connections, by default; and the flag's range.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS_RANGE: std::ops::RangeInclusive<usize> = 1..=65_536;
+/// Bytes the client plane may buffer in all, by default; and the range.
+pub const DEFAULT_BUFFER_BUDGET: usize = 256 << 20;
+pub const BUFFER_BUDGET_RANGE: std::ops::RangeInclusive<usize> = (4 << 20)..=(1 << 40);
+/// How long a stream's client may take nothing before the stream is
+/// cancelled, by default; and the range.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(3600);
 /// What a message may hold beyond its data (field tags, names, regions).
 const MESSAGE_OVERHEAD: usize = 64 << 10;
 
@@ -45,6 +65,17 @@ pub struct GrpcOptions {
     /// Serve TLS with this certificate (chain) and key, PEM; clients verify
     /// it against the cluster CA (`pld-daemon certs` makes `grpc.pem`).
     pub tls: Option<GrpcTls>,
+    /// A new connection must finish its TLS handshake (with `tls`) and send
+    /// the HTTP/2 preface within this, or it is closed.
+    pub handshake_timeout: Duration,
+    /// Concurrent client connections at most; one more is closed at once
+    /// (logged, rate-limited).
+    pub max_connections: usize,
+    /// Bytes the streams may buffer in all (read from windows and not yet
+    /// handed to gRPC, or received and not yet put); they wait past it.
+    pub buffer_budget: usize,
+    /// A GetStream whose client takes nothing for this long is cancelled.
+    pub stall_timeout: Duration,
 }
 
 /// The client plane's TLS identity, PEM.
@@ -61,6 +92,20 @@ impl std::fmt::Debug for GrpcTls {
 }
 
 impl GrpcTls {
+    /// A certificate chain and a key from PEM files of the operator's.
+    pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> crate::Result<GrpcTls> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| crate::Error::io(format!("reading {}", p.display()), e))
+        };
+        let tls = GrpcTls {
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        };
+        // Refuse bad material at start, not at the first client.
+        crate::tls::grpc_server_config(&tls.cert_pem, &tls.key_pem)?;
+        Ok(tls)
+    }
+
     /// `grpc.pem` and `grpc.key` of a directory made by `pld-daemon certs`.
     pub fn from_dir(dir: &std::path::Path) -> crate::Result<GrpcTls> {
         let read = |name: &str| {
@@ -90,6 +135,10 @@ impl GrpcOptions {
             token: None,
             max_message_data: DEFAULT_MAX_MESSAGE_DATA,
             tls: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            buffer_budget: DEFAULT_BUFFER_BUDGET,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
         }
     }
 
@@ -104,11 +153,50 @@ impl GrpcOptions {
         if self.token.as_deref().is_some_and(str::is_empty) {
             return Err(crate::Error::Config("the client token is empty".into()));
         }
-        if self.max_message_data < 4096 {
-            return Err(crate::Error::Config(format!(
-                "a gRPC message limit of {} bytes is too small (at least 4 KiB)",
-                self.max_message_data
-            )));
+        let bad = |what: &str, flag: &str, got: String, range: String| {
+            Err(crate::Error::Config(format!(
+                "{what} {got} is out of range (--{flag}): give {range}"
+            )))
+        };
+        if !MAX_MESSAGE_DATA_RANGE.contains(&self.max_message_data) {
+            return bad(
+                "a gRPC message limit of",
+                "grpc-max-message",
+                format!("{} bytes", self.max_message_data),
+                "4 KiB to 256 MiB".into(),
+            );
+        }
+        if !HANDSHAKE_TIMEOUT_RANGE.contains(&self.handshake_timeout) {
+            return bad(
+                "a gRPC handshake timeout of",
+                "grpc-handshake-timeout",
+                format!("{:?}", self.handshake_timeout),
+                "100ms to 5m".into(),
+            );
+        }
+        if !MAX_CONNECTIONS_RANGE.contains(&self.max_connections) {
+            return bad(
+                "a gRPC connection cap of",
+                "grpc-max-connections",
+                self.max_connections.to_string(),
+                "1 to 65536".into(),
+            );
+        }
+        if !BUFFER_BUDGET_RANGE.contains(&self.buffer_budget) {
+            return bad(
+                "a gRPC buffer budget of",
+                "grpc-buffer-budget",
+                format!("{} bytes", self.buffer_budget),
+                "4 MiB to 1 TiB".into(),
+            );
+        }
+        if !STALL_TIMEOUT_RANGE.contains(&self.stall_timeout) {
+            return bad(
+                "a gRPC stall timeout of",
+                "grpc-stall-timeout",
+                format!("{:?}", self.stall_timeout),
+                "1s to 1h".into(),
+            );
         }
         Ok(())
     }
@@ -121,6 +209,8 @@ pub(crate) struct Shared {
     pub(crate) rank: OnceLock<Arc<Rank>>,
     pub(crate) max_data: usize,
     pub(crate) metrics: Arc<GrpcMetrics>,
+    /// The streams' buffer budget and stall timeout.
+    pub(crate) streams: stream::Streams,
     /// One collective at a time: they share the scratch window.
     pub(crate) collective: tokio::sync::Mutex<()>,
 }
@@ -158,11 +248,17 @@ impl GrpcServer {
         let local_addr = listener
             .local_addr()
             .map_err(|e| crate::Error::io("gRPC local address", e))?;
+        let metrics = Arc::new(GrpcMetrics::default());
         let shared = Arc::new(Shared {
             config: config.clone(),
             rank: OnceLock::new(),
             max_data: opts.max_message_data,
-            metrics: Arc::new(GrpcMetrics::default()),
+            metrics: metrics.clone(),
+            streams: stream::Streams {
+                budget: budget::Budget::new(opts.buffer_budget),
+                stall_timeout: opts.stall_timeout,
+                metrics,
+            },
             collective: tokio::sync::Mutex::new(()),
         });
         let (health, health_service) = tonic_health::server::health_reporter();
@@ -172,10 +268,18 @@ impl GrpcServer {
         health
             .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
             .await;
-        let reflection = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(pld_proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        // Reflection in both versions clients speak: v1, and v1alpha
+        // (grpcio-reflection, grpc_cli, older grpcurl, Postman).
+        let reflection = || {
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(pld_proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        };
+        let reflection_v1 = reflection()
             .build_v1()
+            .map_err(|e| crate::Error::Config(format!("gRPC reflection: {e}")))?;
+        let reflection_v1alpha = reflection()
+            .build_v1alpha()
             .map_err(|e| crate::Error::Config(format!("gRPC reflection: {e}")))?;
         let limit = opts.max_message_data + MESSAGE_OVERHEAD;
         let pld = PldServer::new(service::Service::new(shared.clone()))
@@ -186,29 +290,40 @@ impl GrpcServer {
             auth::BearerToken::new(opts.token.clone()),
         );
         let (stop, mut stopped) = watch::channel(false);
-        // tonic applies its own `tcp_nodelay` only to listeners it binds
-        // itself; on ours every accepted socket kept Nagle's algorithm, so
-        // a reply that went out in two writes held its second until the
-        // client's delayed ACK of the first: ~44 ms on most remote ops over
-        // QUIC, whose replies complete on another task (issue 12).
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-        let mut builder = tonic::transport::Server::builder();
-        if let Some(tls) = &opts.tls {
-            let identity = tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem);
-            builder = builder
-                .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
-                .map_err(|e| crate::Error::Tls(format!("gRPC TLS: {e}")))?;
-        }
+        let tls = match &opts.tls {
+            Some(t) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
+                crate::tls::grpc_server_config(&t.cert_pem, &t.key_pem)?,
+            ))),
+            None => None,
+        };
+        // Our own accept loop: the connection cap, the handshake deadline,
+        // TCP_NODELAY (tonic sets it only on listeners it binds itself;
+        // without it a reply in two writes waited ~44 ms for the client's
+        // delayed ACK: issue 12) and a back-off on EMFILE.
+        let incoming = incoming::accept(
+            listener,
+            incoming::Admission {
+                handshake_timeout: opts.handshake_timeout,
+                max_connections: opts.max_connections,
+                tls,
+                rank: config.rank,
+                metrics: shared.metrics.clone(),
+            },
+        );
+        shared.metrics.watch_budget(shared.streams.budget.clone());
+        let builder = tonic::transport::Server::builder();
         let router = builder
             // HTTP/2's 64 KiB default windows cap a stream at a few
             // hundred MB/s on loopback; streamed transfers need more.
             .initial_stream_window_size(Some(8 << 20))
             .initial_connection_window_size(Some(16 << 20))
+            // Clients that died without closing stop answering pings.
             .http2_keepalive_interval(Some(Duration::from_secs(20)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .layer(tower::util::MapResponseLayer::new(error::remap_too_large))
             .add_service(health_service)
-            .add_service(reflection)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
             .add_service(pld);
         let rank = config.rank;
         let task = tokio::spawn(async move {

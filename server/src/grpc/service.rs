@@ -54,6 +54,25 @@ impl Service {
         self.shared.rank()
     }
 
+    /// Refuses a unary message whose data exceeds the documented limit
+    /// exactly (tonic's own limit allows the message's overhead on top).
+    fn within_limit(
+        &self,
+        call: &'static str,
+        len: usize,
+        instead: &'static str,
+    ) -> Result<(), Error> {
+        if len > self.shared.max_data {
+            return Err(Error::TooLarge {
+                call,
+                len: len as u64,
+                max: self.shared.max_data as u64,
+                instead,
+            });
+        }
+        Ok(())
+    }
+
     /// How long a wait, barrier or quiet may take: the request's timeout (or
     /// `default`), cut short so that the diagnostic reaches the client
     /// before its own gRPC deadline does.
@@ -289,6 +308,7 @@ impl Pld for Service {
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let r = req.into_inner();
         self.observe("Put", async {
+            self.within_limit("Put", r.data.len(), "PutStream")?;
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dtype = region_dtype("Put", r.region.as_ref(), Dtype::Int8)?;
@@ -337,6 +357,7 @@ impl Pld for Service {
         let r = req.into_inner();
         self.observe("AtomicAdd", async {
             let rank = self.rank()?;
+            self.within_limit("AtomicAdd", r.data.len(), "PutStream with atomic_add")?;
             let win = window(rank, &r.window)?;
             let dt = dtype("AtomicAdd", r.dtype)?;
             if let Some(reg) = &r.region
@@ -347,7 +368,8 @@ impl Pld for Service {
                     "AtomicAdd",
                     format!(
                         "the region's dtype {} differs from the call's {dt}",
-                        reg.dtype
+                        Dtype::try_from(reg.dtype)
+                            .map_or_else(|_| format!("#{}", reg.dtype), |d| d.to_string())
                     ),
                 ));
             }
@@ -373,7 +395,7 @@ impl Pld for Service {
         let s = req.into_inner();
         self.observe("PutStream", async {
             let rank = self.rank()?.clone();
-            stream::put(rank, s).await?;
+            stream::put(rank, s, &self.shared.streams).await?;
             Ok(PutResponse {})
         })
         .await
@@ -385,13 +407,17 @@ impl Pld for Service {
         &self,
         req: Request<GetStreamRequest>,
     ) -> Result<Response<Self::GetStreamStream>, Status> {
+        let client = req
+            .extensions()
+            .get::<super::incoming::ClientInfo>()
+            .cloned();
         let r = req.into_inner();
         let max = self.shared.max_data;
         // The call's duration is until the stream is set up; the transfer's
         // own figures are in the peer-plane counters.
         self.observe("GetStream", async {
             let rank = self.rank()?.clone();
-            stream::get(rank, r, max)
+            stream::get(rank, r, max, &self.shared.streams, client).await
         })
         .await
     }

@@ -1,14 +1,23 @@
 //! `PutStream` and `GetStream`: regions of any size through bounded memory.
 //!
-//! The packed bytes of a region are cut into blocks of about 8 MiB (whole
-//! rows, and whole multiples of `chunk_rows` rows where that fits, so that
-//! the chunks on the peer plane are the ones a single transfer would send).
-//! A PutStream gathers the client's messages into a block and puts it while
-//! the next block arrives — at most two blocks in flight. A GetStream reads
-//! the next block while it sends the current one as 1 MiB messages. No
-//! transfer is ever held whole, on the daemon or on its peers.
+//! A PutStream gathers the client's messages into blocks of about 8 MiB
+//! (whole rows, and whole multiples of `chunk_rows` rows where that fits,
+//! so that the chunks on the peer plane are the ones a single transfer
+//! would send) and puts each while the next arrives — at most two blocks in
+//! flight. A GetStream reads 128 KiB messages a few ahead of what the
+//! client has taken, and no further: when the client stops reading, the
+//! stream stops reading the window. No transfer is ever held whole.
+//!
+//! Both draw what they buffer from the daemon-wide budget
+//! ([`super::budget`]) and wait when it is spent. A GetStream whose client
+//! takes nothing for the stall timeout is cancelled: the client finds a
+//! DEADLINE_EXCEEDED status after the data it had not read, and if it does
+//! not read that either within another stall timeout, its connection is
+//! closed (HTTP/2 cannot reach a client whose window is shut).
 
 use super::Error;
+use super::budget::{Budget, Lease};
+use super::incoming::ClientInfo;
 use super::service::{Geometry, chunking, region_dtype, window};
 use crate::rank::{Rank, WindowId};
 use bytes::{Bytes, BytesMut};
@@ -16,19 +25,57 @@ use pld_proto::region::{Chunking, Layout, Transfer, packed_pieces};
 use pld_proto::v1::{GetStreamRequest, GetStreamResponse, PutStreamRequest};
 use pld_proto::{Dtype, OpKind};
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
-
-/// The response stream of GetStream.
-pub(crate) type GetStream = ReceiverStream<Result<GetStreamResponse, Status>>;
 
 /// About how many bytes one block holds.
 const BLOCK: u64 = 8 << 20;
-/// The most data in one GetStream message.
-const GET_MESSAGE: usize = 1 << 20;
+/// The most data in one GetStream message: small, so that what a stalled
+/// client leaves in gRPC's own buffers (about two messages) stays small.
+pub(crate) const GET_MESSAGE: usize = 128 << 10;
+/// GetStream messages read ahead of what the client has taken.
+const GET_AHEAD: usize = 4;
+
+/// What the streams share: the budget, and when a client counts as stalled.
+#[derive(Debug, Clone)]
+pub(crate) struct Streams {
+    pub budget: Budget,
+    pub stall_timeout: Duration,
+    pub metrics: Arc<super::GrpcMetrics>,
+}
+
+/// The response stream of GetStream: messages the producer read ahead.
+/// Each message taken makes room for the producer to read one more.
+pub(crate) struct GetStream {
+    rx: mpsc::Receiver<Result<GetStreamResponse, Status>>,
+    room: Arc<Semaphore>,
+    /// Budget for what gRPC itself buffers of this stream (about two
+    /// messages), held while the stream lives.
+    _downstream: Lease,
+}
+
+impl std::fmt::Debug for GetStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GetStream").finish_non_exhaustive()
+    }
+}
+
+impl tokio_stream::Stream for GetStream {
+    type Item = Result<GetStreamResponse, Status>;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let me = self.get_mut();
+        let next = me.rx.poll_recv(cx);
+        if let Poll::Ready(Some(Ok(_))) = &next {
+            me.room.add_permits(1);
+        }
+        next
+    }
+}
 /// Blocks of a PutStream being put while the next one fills.
 const PUT_BLOCKS_IN_FLIGHT: usize = 2;
 
@@ -119,9 +166,16 @@ struct Target {
 }
 
 impl Target {
-    fn spawn(self: &Arc<Self>, start: u64, bytes: Bytes) -> JoinHandle<Result<u64, Error>> {
+    fn spawn(
+        self: &Arc<Self>,
+        start: u64,
+        bytes: Bytes,
+        lease: Lease,
+    ) -> JoinHandle<Result<u64, Error>> {
         let t = self.clone();
         tokio::spawn(async move {
+            // Back to the budget once the block is put.
+            let _lease = lease;
             for tr in block_transfers(&t.g, start, bytes.len() as u64, true) {
                 match t.op {
                     OpKind::AtomicAdd => {
@@ -143,7 +197,11 @@ impl Target {
 
 /// Runs a PutStream to completion: checks the header, then puts block
 /// after block as the bytes arrive.
-pub(crate) async fn put(rank: Arc<Rank>, mut s: Streaming<PutStreamRequest>) -> Result<(), Error> {
+pub(crate) async fn put(
+    rank: Arc<Rank>,
+    mut s: Streaming<PutStreamRequest>,
+    streams: &Streams,
+) -> Result<(), Error> {
     const CALL: &str = "PutStream";
     let first = next(&mut s).await?.ok_or_else(|| {
         Error::invalid(
@@ -187,6 +245,9 @@ pub(crate) async fn put(rank: Arc<Rank>, mut s: Streaming<PutStreamRequest>) -> 
     });
     let mut inflight = Inflight(VecDeque::new());
     let mut acc = BytesMut::new();
+    // The budget for the block being gathered: a whole block's worth, taken
+    // before its first byte is (so a spent budget stops reading the client).
+    let mut gathering: Option<Lease> = None;
     let (mut received, mut flushed, mut applied) = (0u64, 0u64, 0u64);
     let mut data = first.data;
     let mut ended = false;
@@ -204,11 +265,21 @@ pub(crate) async fn put(rank: Arc<Rank>, mut s: Streaming<PutStreamRequest>) -> 
                 applied,
             });
         }
+        if !data.is_empty() && gathering.is_none() {
+            gathering = Some(streams.budget.take(block as usize).await);
+        }
         acc.extend_from_slice(&data);
         while acc.len() as u64 >= block || (ended && !acc.is_empty()) {
             let take = (acc.len() as u64).min(block) as usize;
             let bytes = acc.split_to(take).freeze();
-            inflight.0.push_back(target.spawn(flushed, bytes));
+            let lease = match gathering.take() {
+                Some(l) => l,
+                None => streams.budget.take(take).await,
+            };
+            inflight.0.push_back(target.spawn(flushed, bytes, lease));
+            if !acc.is_empty() {
+                gathering = Some(streams.budget.take(block as usize).await);
+            }
             flushed += take as u64;
             while inflight.0.len() > PUT_BLOCKS_IN_FLIGHT {
                 if let Some(r) = inflight.pop().await {
@@ -252,12 +323,14 @@ pub(crate) async fn put(rank: Arc<Rank>, mut s: Streaming<PutStreamRequest>) -> 
     Ok(())
 }
 
-/// Starts a GetStream: checks the request, then reads block after block
-/// (the next while the current one is sent) into the response stream.
-pub(crate) fn get(
+/// Starts a GetStream: checks the request, takes the budget for gRPC's
+/// own buffers of it, then reads messages a few ahead of the client.
+pub(crate) async fn get(
     rank: Arc<Rank>,
     r: GetStreamRequest,
     max_message: usize,
+    streams: &Streams,
+    client: Option<ClientInfo>,
 ) -> Result<GetStream, Error> {
     const CALL: &str = "GetStream";
     let win = window(&rank, &r.window)?;
@@ -265,51 +338,163 @@ pub(crate) fn get(
     let g = Geometry::new(CALL, dtype, r.offset, r.region.as_ref(), r.len)?;
     let chunking = chunking(r.chunking.as_ref());
     rank.check_transfer(OpKind::Get, r.rank, win, &g.load(), &chunking)?;
-    let block = block_bytes(&g, &chunking);
-    let message = max_message.min(GET_MESSAGE);
-    let (tx, rx) = mpsc::channel(4);
-    let peer = r.rank;
-    let fetch = move |rank: Arc<Rank>, start: u64| {
+    let message = max_message.min(GET_MESSAGE) as u64;
+    let downstream = streams.budget.take(2 * message as usize).await;
+    // One slot more than the read-ahead: room for the final status.
+    let (tx, rx) = mpsc::channel(GET_AHEAD + 1);
+    let room = Arc::new(Semaphore::new(GET_AHEAD));
+    let producer = Producer {
+        rank,
+        peer: r.rank,
+        win,
+        g,
+        chunking,
+        message,
+        budget: streams.budget.clone(),
+        stall: streams.stall_timeout,
+        room: room.clone(),
+        tx,
+        client,
+        metrics: streams.metrics.clone(),
+    };
+    tokio::spawn(producer.run());
+    Ok(GetStream {
+        rx,
+        room,
+        _downstream: downstream,
+    })
+}
+
+/// Reads a GetStream's messages from the window, as the client makes room.
+struct Producer {
+    rank: Arc<Rank>,
+    peer: u32,
+    win: WindowId,
+    g: Geometry,
+    chunking: Chunking,
+    message: u64,
+    budget: Budget,
+    stall: Duration,
+    room: Arc<Semaphore>,
+    tx: mpsc::Sender<Result<GetStreamResponse, Status>>,
+    client: Option<ClientInfo>,
+    metrics: Arc<super::GrpcMetrics>,
+}
+
+type Fetch = JoinHandle<Result<Bytes, Error>>;
+
+impl Producer {
+    fn fetch(&self, start: u64, lease: Lease) -> Fetch {
+        let len = self.message.min(self.g.packed_len - start);
+        let (rank, peer, win, g, chunking) = (
+            self.rank.clone(),
+            self.peer,
+            self.win,
+            self.g,
+            self.chunking,
+        );
         tokio::spawn(async move {
-            let len = block.min(g.packed_len - start);
             let mut buf = vec![0u8; len as usize];
             for t in block_transfers(&g, start, len, false) {
                 rank.get_region(peer, win, &t, &mut buf, chunking).await?;
             }
-            Ok::<_, Error>(Bytes::from(buf))
+            Ok::<_, Error>(lease.attach(buf))
         })
-    };
-    tokio::spawn(async move {
+    }
+
+    /// Room for one more message: at once, or once the client takes one;
+    /// `None` if it took nothing for the stall timeout.
+    async fn room(&self) -> Option<()> {
+        let permit = tokio::time::timeout(self.stall, self.room.acquire())
+            .await
+            .ok()?
+            .ok()?;
+        // Given back by the stream when the client takes a message.
+        permit.forget();
+        Some(())
+    }
+
+    async fn run(self) {
+        let len = self.g.packed_len;
+        let mut inflight: VecDeque<Fetch> = VecDeque::new();
         let mut at = 0u64;
-        let mut pending = (g.packed_len > 0).then(|| fetch(rank.clone(), 0));
-        while let Some(h) = pending.take() {
+        let mut sent = 0u64;
+        loop {
+            // Read ahead as far as the client has made room.
+            while at < len && inflight.len() < GET_AHEAD {
+                if inflight.is_empty() {
+                    if self.room().await.is_none() {
+                        return self.stalled(sent).await;
+                    }
+                } else {
+                    match self.room.try_acquire() {
+                        Ok(p) => p.forget(),
+                        Err(_) => break,
+                    }
+                }
+                let n = self.message.min(len - at);
+                let lease = self.budget.take(n as usize).await;
+                inflight.push_back(self.fetch(at, lease));
+                at += n;
+            }
+            let Some(h) = inflight.pop_front() else {
+                return;
+            };
             let result = h
                 .await
                 .unwrap_or_else(|e| Err(Error::Internal(format!("a get task failed: {e}"))));
-            let mut bytes = match result {
-                Ok(b) => b,
-                Err(e) => {
-                    let _ = tx.send(Err(e.into())).await;
-                    return;
+            let item = result.map(|data| {
+                sent += data.len() as u64;
+                GetStreamResponse { data }
+            });
+            let failed = item.is_err();
+            if self.tx.send(item.map_err(Status::from)).await.is_err() || failed {
+                // The client went away, or the read failed (said).
+                for h in inflight {
+                    h.abort();
                 }
-            };
-            at += bytes.len() as u64;
-            if at < g.packed_len {
-                pending = Some(fetch(rank.clone(), at));
-            }
-            while !bytes.is_empty() {
-                let data = bytes.split_to(message.min(bytes.len()));
-                if tx.send(Ok(GetStreamResponse { data })).await.is_err() {
-                    // The client went away.
-                    if let Some(h) = pending.take() {
-                        h.abort();
-                    }
-                    return;
-                }
+                return;
             }
         }
-    });
-    Ok(ReceiverStream::new(rx))
+    }
+
+    /// The client took nothing for the stall timeout: queue a status that
+    /// says so behind the data, and close the connection if the client
+    /// does not take anything within another stall timeout.
+    async fn stalled(self, sent: u64) {
+        let remote = self
+            .client
+            .as_ref()
+            .and_then(|c| c.remote)
+            .map_or_else(|| "a client".to_string(), |a| a.to_string());
+        let why = format!(
+            "GetStream: the client read nothing for {:?} (--grpc-stall-timeout); the stream was \
+             cancelled after {sent} of {} bytes",
+            self.stall, self.g.packed_len
+        );
+        self.metrics
+            .stalled
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::info!(rank = self.rank.rank(), client = %remote, "{why}");
+        // The channel keeps a slot for this.
+        let _ = self
+            .tx
+            .try_send(Err(Status::deadline_exceeded(why.clone())));
+        if self.room().await.is_some() {
+            return;
+        }
+        if let Some(c) = &self.client {
+            tracing::info!(
+                rank = self.rank.rank(),
+                client = %remote,
+                "closing the connection of a client that holds a stalled GetStream"
+            );
+            c.kill.kill(format!(
+                "{why}; the client did not read for another {:?}",
+                self.stall
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use super::{FrameReader, RankState, ReadError, Refusal, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::{Connection, Endpoint, PeerWriter};
-use pld_proto::frame::{Decoder, PREAMBLE, error_header};
+use pld_proto::frame::{Decoder, HANDSHAKE_MAX_PAYLOAD, PREAMBLE, error_header};
 use pld_proto::handshake::{Proof, Refused, Verdict, admit, check};
 use pld_proto::v1::{ErrorCode, Header, Hello, header::Body};
 use prost::Message;
@@ -122,7 +122,8 @@ async fn attempt(
     state
         .stats
         .sent(pld_proto::MsgKind::Hello, n + PREAMBLE.len());
-    let mut reader = FrameReader::new(reader, Decoder::new(state.config.max_payload));
+    // Small until the peer's Hello passed, whatever --max-frame says.
+    let mut reader = FrameReader::new(reader, Decoder::new(HANDSHAKE_MAX_PAYLOAD));
     let reply = timeout_at(
         deadline.max(Instant::now() + Duration::from_millis(100)),
         reader.next(),
@@ -153,6 +154,7 @@ async fn attempt(
             if join {
                 state.peer_joined(&h, false);
             }
+            reader.set_max_payload(state.config.max_payload);
             Ok(Established {
                 reader,
                 writer,
@@ -257,10 +259,8 @@ pub(crate) async fn accept(
         quic,
         peer_cert,
     } = conn;
-    let mut reader = FrameReader::new(
-        reader,
-        Decoder::expecting_preamble(state.config.max_payload),
-    );
+    // Small until the peer's Hello passed, whatever --max-frame says.
+    let mut reader = FrameReader::new(reader, Decoder::expecting_preamble(HANDSHAKE_MAX_PAYLOAD));
     // Under mutual TLS the certificate chains to the cluster CA (rustls
     // checked); whether it names the rank the Hello claims decides whether
     // anything the Hello says is believed.
@@ -306,6 +306,7 @@ pub(crate) async fn accept(
                             .await
                             .map_err(|e| format!("send hello: {e}"))?;
                         state.stats.sent(pld_proto::MsgKind::Hello, n);
+                        reader.set_max_payload(state.config.max_payload);
                         return Ok(Established {
                             reader,
                             writer,

@@ -318,6 +318,11 @@ pub(crate) struct FrameReader {
 }
 
 impl FrameReader {
+    /// Changes the decoder's payload limit (see [`Decoder::set_max_payload`]).
+    pub fn set_max_payload(&mut self, max_payload: usize) {
+        self.decoder.set_max_payload(max_payload);
+    }
+
     pub fn new(io: PeerReader, decoder: Decoder) -> Self {
         FrameReader {
             io,

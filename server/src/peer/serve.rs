@@ -10,6 +10,7 @@
 use super::handshake::{self, Established};
 use super::{RankState, ReadError};
 use crate::error::AccessError;
+use crate::ratelog::RateLimitedBy;
 use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
 use bytes::BytesMut;
@@ -32,10 +33,17 @@ const DIRECT_MIN: usize = 64 * 1024;
 /// aborts every connection it serves).
 pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
     let mut conns = JoinSet::new();
+    // A stranger can make a connection fail as often as it likes: at most
+    // one line a second of each kind, with a count of the rest.
+    let (tls_failed, refused) = (
+        RateLimitedBy::every(Duration::from_secs(1)),
+        RateLimitedBy::every(Duration::from_secs(1)),
+    );
     while let Some(incoming) = endpoint.accept().await {
         while conns.try_join_next().is_some() {}
         let state = state.clone();
         let endpoint = endpoint.clone();
+        let (tls_failed, refused) = (tls_failed.clone(), refused.clone());
         conns.spawn(async move {
             let remote = incoming.remote();
             let conn = match tokio::time::timeout(handshake::HELLO_TIMEOUT, incoming.establish())
@@ -45,7 +53,10 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
                 Ok(Err(e)) => {
                     if let Some(why) = crate::tls::auth_failure(&e) {
                         state.stats.auth_refused();
-                        return tracing::warn!(%remote, "peer connection failed mutual TLS: {why}");
+                        if let Some(more) = tls_failed.admit(&why) {
+                            tracing::warn!(%remote, "peer connection failed mutual TLS: {why}{more}");
+                        }
+                        return;
                     }
                     return tracing::debug!(%remote, error = %e, "incoming connection failed");
                 }
@@ -53,7 +64,11 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
             };
             match handshake::accept(&state, &endpoint, conn).await {
                 Ok(est) => serve(state, est).await,
-                Err(why) => tracing::warn!(%remote, "refused a peer connection: {why}"),
+                Err(why) => {
+                    if let Some(more) = refused.admit(&why) {
+                        tracing::warn!(%remote, "refused a peer connection: {why}{more}");
+                    }
+                }
             }
         });
     }

@@ -71,7 +71,7 @@ pub(crate) async fn rejoin_loop(
         tokio::select! {
             peer = restarted.recv() => {
                 let Some(peer) = peer else { return };
-                let deadline = Instant::now() + state.config.connect_timeout;
+                let deadline = crate::deadline::after(state.config.connect_timeout);
                 match handshake::dial(&state, &endpoint, peer, deadline).await {
                     Ok(est) => swap(&state, &links, &mut readers, est),
                     Err(e) => {

@@ -33,7 +33,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tracing::Instrument;
 
 /// A window of this rank's cluster, resolved by name with [`Rank::window`].
@@ -121,7 +120,7 @@ impl Rank {
             tasks.spawn(async move { state.activity.spin(idle).await });
         }
 
-        let deadline = Instant::now() + cfg.connect_timeout;
+        let deadline = crate::deadline::after(cfg.connect_timeout);
         let mut dials = JoinSet::new();
         for peer in (0..cfg.nranks()).filter(|p| *p != cfg.rank) {
             let (state, endpoint) = (state.clone(), endpoint.clone());
@@ -283,7 +282,7 @@ impl Rank {
     /// being made, waits for it (at most the op timeout).
     async fn target(&self, peer: u32) -> Result<Target> {
         if self.state.rejoining(peer) {
-            let deadline = Instant::now() + self.state.config.op_timeout;
+            let deadline = crate::deadline::after(self.state.config.op_timeout);
             self.state.rejoined(peer, deadline).await;
         }
         self.target_now(peer)

@@ -26,7 +26,8 @@ impl Rank {
     /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
     /// the outstanding ops per peer.
     pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
-        self.quiet_until(Instant::now() + timeout, timeout).await
+        self.quiet_until(crate::deadline::after(timeout), timeout)
+            .await
     }
 
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
@@ -67,7 +68,7 @@ impl Rank {
     /// are unreachable; the barrier then stays pending, and the next barrier
     /// call resumes it.
     pub async fn barrier_within(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         // A barrier is quiet + dissemination: once this rank signals, its
         // earlier ops are applied, and nobody leaves before every rank signalled.
         self.quiet_until(deadline, timeout).await?;
@@ -163,10 +164,8 @@ impl Rank {
     /// Whether this rank's int32 signal cell at `offset` satisfies
     /// `value cmp expected` now.
     pub fn test(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) -> Result<bool> {
-        let (w, _) = self.signal_cell(win, offset, cmp)?;
-        let v = w
-            .load_signal(offset)
-            .map_err(self.refused(OpKind::Notify, self.rank()))?;
+        let (w, _) = self.signal_cell("test", win, offset, cmp)?;
+        let v = w.load_signal(offset).map_err(self.cell_refused("test"))?;
         Ok(cmp.holds(v, expected))
     }
 
@@ -187,8 +186,8 @@ impl Rank {
         expected: i32,
         timeout: Duration,
     ) -> Result<i32> {
-        let (w, _) = self.signal_cell(win, offset, cmp)?;
-        let deadline = Instant::now() + timeout;
+        let (w, _) = self.signal_cell("wait", win, offset, cmp)?;
+        let deadline = crate::deadline::after(timeout);
         let mut last = 0;
         let held = self
             .state
@@ -224,21 +223,24 @@ impl Rank {
 
     fn signal_cell(
         &self,
+        op: &'static str,
         win: WindowId,
         offset: u64,
         cmp: Cmp,
     ) -> Result<(&crate::window::Window, usize)> {
-        let me = self.rank();
-        let w = self.win(OpKind::Notify, me, win)?;
+        let w = self.local(win)?;
         if cmp == Cmp::Unspecified {
-            return Err(self.refused(OpKind::Notify, me)(AccessError::InvalidCmp {
+            return Err(self.cell_refused(op)(AccessError::InvalidCmp {
                 value: cmp as i32,
             }));
         }
-        let at = w
-            .check_signal(offset)
-            .map_err(self.refused(OpKind::Notify, me))?;
+        let at = w.check_signal(offset).map_err(self.cell_refused(op))?;
         Ok((w, at))
+    }
+
+    fn cell_refused(&self, op: &'static str) -> impl Fn(AccessError) -> Error {
+        let rank = self.rank();
+        move |error| Error::CellAccess { op, rank, error }
     }
 
     /// Which of `peers` are dead or cut off, and why: a lost link, or no

@@ -183,6 +183,31 @@ pub(crate) fn server_config(rank: u32, security: &Security) -> Result<rustls::Se
     Ok(config)
 }
 
+/// The server side of the gRPC client plane (`--grpc-tls`): a certificate
+/// chain and key in PEM, TLS 1.2 or 1.3, ALPN `h2`, no client certificate.
+pub(crate) fn grpc_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig> {
+    let pem = |what: &'static str| {
+        move |e: rustls::pki_types::pem::Error| Error::Tls(format!("gRPC TLS {what}: {e}"))
+    };
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(pem("certificate"))?;
+    if chain.is_empty() {
+        return Err(Error::Tls(
+            "gRPC TLS certificate: no certificate in the PEM".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(pem("private key"))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(tls)?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(tls)?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(config)
+}
+
 /// The dialing side of the peer plane.
 pub(crate) fn client_config(security: &Security) -> Result<rustls::ClientConfig> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())

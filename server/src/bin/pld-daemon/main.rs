@@ -6,18 +6,17 @@
 //! pld-daemon demo            # a 2-rank cluster on loopback, a put, a get, an atomic add
 //! ```
 
+mod args;
 mod demo;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
-use pld_server::config::{parse_duration, parse_size};
-use pld_server::grpc::{GrpcOptions, GrpcServer};
+use args::RunArgs;
+use clap::{Parser, Subcommand};
+use pld_server::grpc::GrpcServer;
 use pld_server::metrics;
-use pld_server::{Config, Progress, Rank, TransportKind, WindowConfig};
+use pld_server::{Progress, Rank};
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A pld rank daemon: owns its windows and serves one-sided put, get and
 /// atomics to its peers over QUIC or TCP.
@@ -28,7 +27,9 @@ use std::time::Duration;
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     after_help = "Every flag can also be set through the environment variable shown.\n\
-                  Log filtering: RUST_LOG (for example RUST_LOG=debug or RUST_LOG=pld_server=trace)."
+                  Log filtering: RUST_LOG (for example RUST_LOG=debug or RUST_LOG=pld_server=trace).\n\
+                  --help shows which flag combinations are refused, and why.",
+    after_long_help = args::COMBINATIONS
 )]
 struct Cli {
     #[command(subcommand)]
@@ -59,131 +60,6 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1")]
         grpc_names: Vec<String>,
     },
-}
-
-#[derive(Debug, Args)]
-struct RunArgs {
-    /// This rank's id: its position in --peers.
-    #[arg(long, env = "PLD_RANK", required = true)]
-    rank: Option<u32>,
-    /// HOST:PORT of every rank, in rank order, this rank's own included.
-    #[arg(long, env = "PLD_PEERS", value_delimiter = ',', required = true)]
-    peers: Vec<String>,
-    /// Address to listen on [default: this rank's entry in --peers].
-    #[arg(long, env = "PLD_LISTEN")]
-    listen: Option<String>,
-    /// Peer-plane transport: quic or tcp.
-    #[arg(long, env = "PLD_TRANSPORT", default_value = "quic")]
-    transport: TransportKind,
-    /// A window NAME=SIZE (KiB/MiB/GiB suffixes); repeat for several, or
-    /// comma-separate in the variable [default: data=64MiB, signal=64KiB,
-    /// collective=16MiB (the scratch of the gRPC collectives)].
-    #[arg(long = "window", env = "PLD_WINDOWS", value_delimiter = ',')]
-    windows: Vec<WindowConfig>,
-    /// Cluster identity: ranks with different ids refuse each other.
-    #[arg(long, env = "PLD_CLUSTER_ID", default_value = "pld")]
-    cluster_id: String,
-    /// How long to keep retrying peers that are not up yet (ms, s, m).
-    #[arg(long, env = "PLD_CONNECT_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    connect_timeout: Duration,
-    /// How long an op waits for its reply before failing (ms, s, m).
-    #[arg(long, env = "PLD_OP_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
-    op_timeout: Duration,
-    /// How long a barrier or a wait may take before it fails with a report
-    /// of what is missing (ms, s, m).
-    #[arg(long, env = "PLD_SYNC_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
-    sync_timeout: Duration,
-    /// How the rank waits for the network: sleep (kind to shared hosts) or
-    /// spin (busy-poll while there is traffic; lowest latency, one core busy).
-    #[arg(long, env = "PLD_PROGRESS", default_value = "sleep")]
-    progress: Progress,
-    /// With --progress spin: back off to sleeping after this long without
-    /// traffic (ms, s, m).
-    #[arg(long, env = "PLD_SPIN_IDLE", default_value = "20ms", value_parser = parse_duration)]
-    spin_idle: Duration,
-    /// Largest payload in one peer frame; bigger transfers are split.
-    #[arg(long, env = "PLD_MAX_FRAME", default_value = "1MiB", value_parser = parse_size)]
-    max_frame: u64,
-    /// Serve the gRPC client plane (pld.v1.Pld, health, reflection) on this
-    /// address, e.g. 127.0.0.1:50051. Without --client-token it must be a
-    /// loopback address.
-    #[arg(long, env = "PLD_GRPC")]
-    grpc: Option<SocketAddr>,
-    /// The bearer token every gRPC call must carry
-    /// (`authorization: Bearer TOKEN`). Health checks need none.
-    #[arg(long, env = "PLD_CLIENT_TOKEN", hide_env_values = true)]
-    client_token: Option<String>,
-    /// The most data bytes in one unary gRPC message; larger transfers use
-    /// PutStream / GetStream.
-    #[arg(long, env = "PLD_GRPC_MAX_MESSAGE", default_value = "4MiB", value_parser = parse_size)]
-    grpc_max_message: u64,
-    /// Serve Prometheus metrics (per-op counters, latency histograms) at
-    /// http://ADDR/metrics.
-    #[arg(long, env = "PLD_METRICS")]
-    metrics: Option<SocketAddr>,
-    /// Mutual TLS between ranks: a directory made by `pld-daemon certs`
-    /// (ca.pem, rank-R.pem, rank-R.key). Peers must show a certificate of
-    /// that CA naming the rank they claim.
-    #[arg(long, env = "PLD_TLS_DIR", conflicts_with = "insecure")]
-    tls_dir: Option<std::path::PathBuf>,
-    /// Run the peer plane without authentication: anyone who can reach the
-    /// port can read and write every window. For trusted networks only.
-    #[arg(long, env = "PLD_INSECURE")]
-    insecure: bool,
-    /// Serve gRPC over TLS with grpc.pem / grpc.key of --tls-dir; clients
-    /// verify it with the cluster's ca.pem.
-    #[arg(long, env = "PLD_GRPC_TLS", requires = "tls_dir")]
-    grpc_tls: bool,
-}
-
-impl RunArgs {
-    fn grpc(&self) -> anyhow::Result<Option<GrpcOptions>> {
-        let Some(addr) = self.grpc else {
-            if self.client_token.is_some() {
-                anyhow::bail!("--client-token needs --grpc ADDR");
-            }
-            return Ok(None);
-        };
-        let mut o = GrpcOptions::new(addr);
-        o.token = self.client_token.clone();
-        o.max_message_data =
-            usize::try_from(self.grpc_max_message).context("--grpc-max-message is too large")?;
-        if self.grpc_tls
-            && let Some(dir) = &self.tls_dir
-        {
-            o.tls = Some(pld_server::grpc::GrpcTls::from_dir(dir)?);
-        }
-        Ok(Some(o))
-    }
-
-    fn config(self) -> anyhow::Result<Config> {
-        let rank = self.rank.context("--rank is required")?;
-        let mut c = Config::new(rank, self.peers);
-        c.listen = self.listen;
-        c.transport = self.transport;
-        if !self.windows.is_empty() {
-            c.windows = self.windows;
-        }
-        c.cluster_id = self.cluster_id;
-        c.connect_timeout = self.connect_timeout;
-        c.op_timeout = self.op_timeout;
-        c.sync_timeout = self.sync_timeout;
-        c.progress = match self.progress {
-            Progress::Spin { .. } => Progress::Spin {
-                idle: self.spin_idle,
-            },
-            Progress::Sleep => Progress::Sleep,
-        };
-        c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
-        c.security = match (self.tls_dir, self.insecure) {
-            (Some(dir), _) => pld_server::Security::from_dir(&dir, rank)
-                .with_context(|| format!("rank {rank}: TLS material in {}", dir.display()))?,
-            (None, true) => pld_server::Security::Insecure,
-            // Config::validate refuses it, after the rest of the flags.
-            (None, false) => pld_server::Security::Unset,
-        };
-        Ok(c)
-    }
 }
 
 fn init_logging(default: tracing::Level) {
@@ -282,6 +158,8 @@ fn certs(
 }
 
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
+    args.check_combinations()?;
+    raise_open_file_limit();
     let grpc_opts = args.grpc()?;
     let metrics_addr = args.metrics;
     let config = args.config()?;
@@ -357,6 +235,28 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     }
     rank.shutdown().await;
     Ok(())
+}
+
+/// Raises the soft limit on open files to the hard limit, as most servers
+/// do: the default soft limit (often 1024) is what a few hundred clients
+/// and peers exhaust; the client plane's connection cap stays the bound.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+        || lim.rlim_cur >= lim.rlim_max
+    {
+        return;
+    }
+    let (from, to) = (lim.rlim_cur, lim.rlim_max);
+    lim.rlim_cur = lim.rlim_max;
+    // SAFETY: setrlimit reads one rlimit from the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+        tracing::debug!("open-file limit raised from {from} to {to}");
+    }
 }
 
 /// Stops a background task when the daemon returns.

@@ -1,0 +1,389 @@
+//! The client plane against clients that misbehave, over real sockets:
+//! idle and garbage connections are closed at the handshake deadline, the
+//! connection cap refuses and says so, running out of file descriptors
+//! backs off instead of spinning, stalled streams stay within the buffer
+//! budget and are cancelled with a status that says so, TLS is never
+//! silently dropped, and no client's timeout can panic a handler.
+
+use pld_client::{Client, ClientOptions};
+use pld_proto::v1::pld_client::PldClient;
+use pld_proto::v1::{BarrierRequest, Cmp as PbCmp, GetStreamRequest, WaitRequest};
+use pld_server::TransportKind;
+use pld_tests::{Daemon, GrpcCluster, loopback_peers, pattern, run};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Reads until the server closes the connection; how long that took, or
+/// `None` if it stayed open for `within`.
+async fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(within, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return t0.elapsed(),
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+async fn connect(addr: &str) -> TcpStream {
+    TcpStream::connect(addr).await.expect("connect")
+}
+
+#[test]
+fn idle_and_garbage_connections_are_closed_at_the_handshake_deadline() {
+    run(Duration::from_secs(60), async {
+        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--grpc-handshake-timeout", "1s"]);
+        let addr = c.grpc[0].clone();
+        let mut idle = Vec::new();
+        for _ in 0..20 {
+            idle.push(connect(&addr).await);
+        }
+        let mut garbage = Vec::new();
+        for _ in 0..5 {
+            let mut s = connect(&addr).await;
+            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            garbage.push(s);
+        }
+        // A real client is served meanwhile.
+        let cl = Client::connect(&addr).await.unwrap();
+        let data = cl.window("data").unwrap();
+        cl.put(0, data, 0, b"served").await.unwrap();
+        for s in idle.iter_mut().chain(garbage.iter_mut()) {
+            let took = closed_within(s, Duration::from_secs(10))
+                .await
+                .expect("the daemon closes a connection that sends no HTTP/2 preface");
+            assert!(took < Duration::from_secs(8), "closed only after {took:?}");
+        }
+        assert_eq!(&cl.get(0, data, 0, 6).await.unwrap()[..], b"served");
+    });
+}
+
+#[test]
+fn the_connection_cap_closes_extra_connections_at_once_and_says_so() {
+    run(Duration::from_secs(60), async {
+        let mut c = GrpcCluster::start(
+            TransportKind::Tcp,
+            1,
+            &[
+                "--grpc-max-connections",
+                "4",
+                "--grpc-handshake-timeout",
+                "30s",
+            ],
+        );
+        let addr = c.grpc[0].clone();
+        // Four clients that sent the preface hold the four slots.
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let mut s = connect(&addr).await;
+            s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                .await
+                .unwrap();
+            held.push(s);
+        }
+        // Let the daemon admit them: a real client cannot get in.
+        let opts = ClientOptions {
+            wait_ready: Duration::ZERO,
+            ..ClientOptions::default()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Client::connect_with(&addr, opts.clone()).await.is_ok() {
+            assert!(Instant::now() < deadline, "the cap of 4 never filled");
+        }
+        for _ in 0..10 {
+            let mut s = connect(&addr).await;
+            let took = closed_within(&mut s, Duration::from_secs(5))
+                .await
+                .expect("a connection over the cap is closed at once");
+            assert!(took < Duration::from_secs(2), "{took:?}");
+        }
+        // Slots free as the daemon sees their connections close.
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let cl = loop {
+            match Client::connect_with(&addr, opts.clone()).await {
+                Ok(cl) => break cl,
+                Err(e) => assert!(Instant::now() < deadline, "no slot came free: {e}"),
+            }
+        };
+        assert_eq!(cl.rank(), 0);
+        let log = c.daemon(0).kill_and_stderr_now();
+        let lines = log
+            .lines()
+            .filter(|l| l.contains("refused a gRPC client connection"))
+            .count();
+        assert!(lines >= 1, "the refusals are logged:\n{log}");
+        assert!(
+            lines <= 4,
+            "eleven refusals in a few seconds are rate-limited: {lines} lines\n{log}"
+        );
+    });
+}
+
+#[test]
+fn running_out_of_file_descriptors_backs_off_instead_of_spinning() {
+    run(Duration::from_secs(90), async {
+        let peers = loopback_peers(1);
+        let grpc = loopback_peers(1).remove(0);
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args([
+            "-c",
+            "ulimit -n 64 && exec \"$0\" \"$@\"",
+            pld_tests::daemon_bin().to_str().unwrap(),
+        ])
+        .args(Daemon::args(
+            0,
+            &peers,
+            TransportKind::Tcp,
+            &[
+                "--grpc",
+                &grpc,
+                "--grpc-max-connections",
+                "1000",
+                "--grpc-handshake-timeout",
+                "60s",
+            ],
+        ))
+        .env("RUST_LOG", "info");
+        let mut d = Daemon::start(0, cmd);
+        d.wait_ready(Duration::from_secs(30));
+        // More connections than the daemon has descriptors for: the kernel
+        // completes them, and accept fails with EMFILE.
+        let mut held = Vec::new();
+        for _ in 0..100 {
+            held.push(connect(&grpc).await);
+        }
+        // Let the accept loop meet the limit, then watch its CPU for 2 s.
+        let settle = Instant::now() + Duration::from_secs(10);
+        loop {
+            let cpu0 = d.cpu_time().expect("cpu time");
+            let t0 = Instant::now();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let used = d.cpu_time().expect("cpu time") - cpu0;
+            let share = used.as_secs_f64() / t0.elapsed().as_secs_f64();
+            if share < 0.2 {
+                break;
+            }
+            assert!(
+                Instant::now() < settle,
+                "the daemon burns {:.0} % of a core while out of descriptors",
+                share * 100.0
+            );
+        }
+        assert!(d.alive());
+        // Descriptors come back: the daemon serves again.
+        drop(held);
+        let cl = Client::connect(&grpc).await.unwrap();
+        let data = cl.window("data").unwrap();
+        cl.put(0, data, 0, b"back").await.unwrap();
+        let log = d.kill_and_stderr_now();
+        assert!(
+            log.contains("cannot accept gRPC clients") && log.contains("Too many open files"),
+            "the shortage is logged:\n{log}"
+        );
+    });
+}
+
+#[test]
+fn stalled_get_streams_stay_within_the_buffer_budget_and_others_are_served() {
+    run(Duration::from_secs(180), async {
+        let mut c = GrpcCluster::start(
+            TransportKind::Tcp,
+            1,
+            &[
+                "--window",
+                "data=32MiB",
+                "--window",
+                "signal=64KiB",
+                "--window",
+                "collective=1MiB",
+                "--grpc-buffer-budget",
+                "256MiB",
+            ],
+        );
+        let addr = c.grpc[0].clone();
+        let cl = Client::connect(&addr).await.unwrap();
+        let data = cl.window("data").unwrap();
+        let bytes = pattern(32 << 20, 13);
+        cl.put(0, data, 0, &bytes).await.unwrap();
+        // 200 GetStreams of the whole window over 20 connections, and
+        // nobody reads them.
+        let mut stalled = Vec::new();
+        for _ in 0..20 {
+            let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            for _ in 0..10 {
+                let mut g = PldClient::new(channel.clone());
+                let s = g
+                    .get_stream(GetStreamRequest {
+                        rank: 0,
+                        window: "data".into(),
+                        offset: 0,
+                        len: 32 << 20,
+                        region: None,
+                        chunking: None,
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                stalled.push(s);
+            }
+        }
+        // A well-behaved client meanwhile: the whole window, streamed.
+        let back = cl.get(0, data, 0, 32 << 20).await.unwrap();
+        assert!(back[..] == bytes[..], "the well-behaved client's bytes");
+        // The budget (256 MiB) bounds what the daemon holds for the others.
+        let d = c.daemon(0);
+        let rss = d.memory().unwrap();
+        let windows = (32 << 20) + (64 << 10) + (1 << 20);
+        let bound = windows + (256 << 20) + (64 << 20);
+        assert!(
+            rss < bound,
+            "RSS {} MiB with 200 stalled streams, over windows + budget + 64 MiB = {} MiB",
+            rss >> 20,
+            bound >> 20
+        );
+        drop(stalled);
+    });
+}
+
+#[test]
+fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
+    run(Duration::from_secs(60), async {
+        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--grpc-stall-timeout", "2s"]);
+        let addr = c.grpc[0].clone();
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let request = || GetStreamRequest {
+            rank: 0,
+            window: "data".into(),
+            offset: 0,
+            len: 16 << 20,
+            region: None,
+            chunking: None,
+        };
+        // One message, then nothing for 3 s (past the stall timeout, not
+        // past twice it): the data still buffered, then the status.
+        let mut s = PldClient::new(channel.clone())
+            .get_stream(request())
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(s.message().await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let status = loop {
+            match s.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the stream ended as if complete"),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        assert!(
+            status.message().contains("read nothing for 2s")
+                && status.message().contains("--grpc-stall-timeout"),
+            "{status:?}"
+        );
+        // A client that never reads again loses its connection after twice
+        // the stall timeout; the daemon serves new ones.
+        let mut s = PldClient::new(channel.clone())
+            .get_stream(request())
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(s.message().await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let mut ended = false;
+        for _ in 0..1000 {
+            match s.message().await {
+                Ok(Some(_)) => continue,
+                _ => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        assert!(ended, "the stalled stream did not end");
+        let cl = Client::connect(&addr).await.unwrap();
+        assert_eq!(cl.rank(), 0);
+    });
+}
+
+#[test]
+fn grpc_tls_with_its_own_certificate_works_on_an_insecure_peer_plane() {
+    run(Duration::from_secs(60), async {
+        let dir = pld_server::tls::TempTlsDir::new(1).unwrap();
+        let cert = dir.path().join("grpc.pem");
+        let key = dir.path().join("grpc.key");
+        let ca = std::fs::read(dir.path().join("ca.pem")).unwrap();
+        let c = GrpcCluster::start(
+            TransportKind::Tcp,
+            1,
+            &[
+                "--insecure",
+                "--grpc-tls",
+                "--grpc-cert",
+                cert.to_str().unwrap(),
+                "--grpc-key",
+                key.to_str().unwrap(),
+            ],
+        );
+        let addr = c.grpc[0].clone();
+        let tls = ClientOptions {
+            tls_ca: Some(ca),
+            tls_domain: Some("localhost".into()),
+            ..ClientOptions::default()
+        };
+        let cl = Client::connect_with(&addr, tls).await.unwrap();
+        let data = cl.window("data").unwrap();
+        cl.put(0, data, 0, b"over tls").await.unwrap();
+        // Plaintext is refused: the port speaks TLS only.
+        let plain = ClientOptions {
+            wait_ready: Duration::ZERO,
+            ..ClientOptions::default()
+        };
+        assert!(Client::connect_with(&addr, plain).await.is_err());
+    });
+}
+
+#[test]
+fn no_timeout_a_client_asks_for_panics_its_handler() {
+    run(Duration::from_secs(60), async {
+        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--sync-timeout", "24h"]);
+        let channel = tonic::transport::Channel::from_shared(format!("http://{}", c.grpc[0]))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut pld = PldClient::new(channel);
+        // A cell that already holds 0 satisfies `== 0` at once.
+        let w = pld
+            .wait(WaitRequest {
+                window: "signal".into(),
+                offset: 0,
+                cmp: PbCmp::Eq as i32,
+                value: 0,
+                timeout_ms: u64::MAX,
+            })
+            .await
+            .unwrap();
+        assert_eq!(w.into_inner().value, 0);
+        for timeout_ms in [0, u64::MAX] {
+            pld.barrier(BarrierRequest { timeout_ms }).await.unwrap();
+        }
+    });
+}
