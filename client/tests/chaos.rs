@@ -72,6 +72,8 @@ both!(
         let second = epoch_of(&c.daemon(1).wait_ready(Duration::from_secs(30)));
         assert!(second > first[1], "a new epoch: {} then {second}", first[1]);
         let c1 = Client::connect(&c.grpc[1]).await.unwrap();
+        // Its windows start zeroed: what the old run held is gone.
+        assert_eq!(&c0.get(1, data, 0, 6).await.unwrap()[..], &[0u8; 6]);
 
         // The cluster works again: the barrier the survivors left pending
         // completes with the new rank 1, ops reach it from everyone.

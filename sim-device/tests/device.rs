@@ -272,9 +272,19 @@ fn collectives_agree_with_their_definitions_for_every_reduction() {
         let xs: Vec<Tensor<i32>> = (0..3)
             .map(|r| launch::input::<i32>("x", r, [3, 5]))
             .collect();
+        // The definitions, written out here rather than through the
+        // `ReduceOp::apply` the code under test uses.
         let fold = |op: pld_sim::ReduceOp| -> Vec<i32> {
             (0..15)
-                .map(|i| (1..3).fold(xs[0].data()[i], |a, r| op.apply(a, xs[r].data()[i])))
+                .map(|i| {
+                    let v = [xs[0].data()[i], xs[1].data()[i], xs[2].data()[i]];
+                    match op {
+                        pld_sim::ReduceOp::Max => *v.iter().max().unwrap(),
+                        pld_sim::ReduceOp::Min => *v.iter().min().unwrap(),
+                        pld_sim::ReduceOp::Prod => v[0].wrapping_mul(v[1]).wrapping_mul(v[2]),
+                        pld_sim::ReduceOp::Sum => v[0].wrapping_add(v[1]).wrapping_add(v[2]),
+                    }
+                })
                 .collect()
         };
         while let Some(j) = set.join_next().await {

@@ -145,6 +145,24 @@ impl RawPeer {
         self.read_frame().await.expect("a reply")
     }
 
+    /// Reads (and drops) whatever arrives until the rank closes the
+    /// connection: how long that took, or `None` if it stayed open for
+    /// `within`.
+    pub async fn closed_within(&mut self, within: Duration) -> Option<Duration> {
+        let t0 = std::time::Instant::now();
+        tokio::time::timeout(within, async {
+            let mut buf = [0u8; 4096];
+            loop {
+                match self.reader.read(&mut buf).await {
+                    Ok(0) | Err(_) => return t0.elapsed(),
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+        .ok()
+    }
+
     /// The next frame; `None` once the rank closed the connection.
     pub async fn read_frame(&mut self) -> Option<Frame> {
         tokio::time::timeout(Duration::from_secs(10), async {

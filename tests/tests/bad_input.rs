@@ -111,7 +111,7 @@ both!(
         let e = r.put(2, data, 0, &[1]).await.unwrap_err();
         assert_eq!(
             e.to_string(),
-            "rank 2 does not exist: the cluster has ranks 0..2"
+            "rank 2 does not exist: the cluster has ranks 0 to 1"
         );
 
         let after = r.stats();

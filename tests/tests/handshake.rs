@@ -150,3 +150,42 @@ both!(
         assert_eq!(&c.rank(0).get(1, data, 8, 5).await.unwrap()[..], b"later");
     }
 );
+
+both!(
+    a_stranger_that_sends_nothing_is_closed_at_the_hello_deadline,
+    60,
+    |t: TransportKind| async move {
+        let c = Cluster::start(t, 2, &[]).await;
+        // Connected (and, over QUIC, past the TLS handshake), then silent.
+        let mut quiet = RawPeer::connect_with(t, &c.peers[1], 1, security(0))
+            .await
+            .expect("dial");
+        let took = quiet
+            .closed_within(Duration::from_secs(20))
+            .await
+            .expect("a silent peer is closed");
+        assert!(took < Duration::from_secs(15), "closed only after {took:?}");
+        // And the rank serves on.
+        let data = c.window("data");
+        c.rank(0).put(1, data, 0, b"on").await.unwrap();
+    }
+);
+
+#[test]
+fn a_silent_tcp_connection_to_the_peer_port_is_closed_at_the_hello_deadline() {
+    pld_tests::run(Duration::from_secs(60), async {
+        let c = Cluster::start(TransportKind::Tcp, 2, &[]).await;
+        // Not even a TLS handshake.
+        let mut s = tokio::net::TcpStream::connect(&c.peers[1]).await.unwrap();
+        let t0 = std::time::Instant::now();
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(
+            Duration::from_secs(20),
+            tokio::io::AsyncReadExt::read(&mut s, &mut buf),
+        )
+        .await
+        .expect("a silent connection is closed");
+        assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+        assert!(t0.elapsed() < Duration::from_secs(15));
+    });
+}

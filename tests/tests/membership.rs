@@ -123,8 +123,10 @@ both!(
             .await
             .expect_err("rank 2 is dead");
         let took = started.elapsed();
+        // The op timeout (checked every tenth of it) bounds it; the slack is
+        // for a busy machine, far below the minutes an unbounded op takes.
         assert!(
-            took < op_timeout + Duration::from_secs(1),
+            took < 3 * op_timeout + Duration::from_secs(5),
             "the op failed after {took:?}, op timeout {op_timeout:?}"
         );
         assert!(
@@ -148,6 +150,6 @@ both!(
         // And the next op to the dead rank fails at once or within the timeout.
         let started = Instant::now();
         assert!(c.rank(1).get(2, data, 0, 8).await.is_err());
-        assert!(started.elapsed() < op_timeout + Duration::from_secs(1));
+        assert!(started.elapsed() < 3 * op_timeout + Duration::from_secs(5));
     }
 );

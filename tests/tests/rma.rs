@@ -251,29 +251,51 @@ both!(
     60,
     |t: TransportKind| async move {
         let c = Cluster::start(t, 2, &[1]).await;
-        let (r, data) = (c.rank(0), c.window("data"));
+        let (r, data, signal) = (c.rank(0), c.window("data"), c.window("signal"));
         for i in 0..200u32 {
             let first = pattern(256, i as u64);
             let second = pattern(256, 10_000 + i as u64);
             let a = r.put_nb(1, data, 0, &first).await.unwrap();
             r.fence(1).unwrap();
             let b = r.put_nb(1, data, 0, &second).await.unwrap();
-            // A notify after the fence lands after both puts.
+            // Atomics across a fence: a set-by-put cell, then adds after it,
+            // then a fetch_add that must see both.
+            r.fence(1).unwrap();
+            let put_cell = r.put_nb(1, data, 4096, &10i64.to_le_bytes()).await.unwrap();
+            r.fence(1).unwrap();
+            let add = r
+                .atomic_add_nb(1, data, 4096, Dtype::Int64, &to_bytes(&[5i64]))
+                .await
+                .unwrap();
+            r.fence(1).unwrap();
+            let fetched = r
+                .fetch_add_nb(1, data, 4096, Dtype::Int64, 1)
+                .await
+                .unwrap();
+            // A notify after the fence lands after every op before it.
             r.fence(1).unwrap();
             let s = r
-                .notify_nb(1, c.window("signal"), 0, i as i32, NotifyOp::Set)
+                .notify_nb(1, signal, 0, i as i32, NotifyOp::Set)
                 .await
                 .unwrap();
             r.quiet().await.unwrap();
             // Handles of ops that quiet saw complete resolve at once.
             a.wait().await.unwrap();
             b.wait().await.unwrap();
+            put_cell.wait().await.unwrap();
+            add.wait().await.unwrap();
+            assert_eq!(fetched.wait().await.unwrap(), 15, "iteration {i}");
             s.wait().await.unwrap();
             assert_eq!(
                 &r.get(1, data, 0, 256).await.unwrap()[..],
                 &second[..],
                 "iteration {i}"
             );
+            // The notify issued after the fences is the cell's value.
+            let cell = r.get(1, signal, 0, 4).await.unwrap();
+            assert_eq!(i32::from_le_bytes(cell[..4].try_into().unwrap()), i as i32);
+            let total = r.get(1, data, 4096, 8).await.unwrap();
+            assert_eq!(i64::from_le_bytes(total[..8].try_into().unwrap()), 16);
         }
     }
 );

