@@ -13,7 +13,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-/// Data bytes per streamed message.
+/// Data bytes per streamed message, at most: fewer when the daemon's
+/// message limit is smaller (a message over it is refused).
 const MESSAGE: usize = 1 << 20;
 
 fn wire_chunking(c: Chunking) -> Option<pb::Chunking> {
@@ -26,6 +27,12 @@ fn wire_chunking(c: Chunking) -> Option<pb::Chunking> {
 }
 
 impl Client {
+    /// Data bytes per PutStream message: 1 MiB, or the daemon's limit if
+    /// that is smaller.
+    fn stream_message(&self) -> usize {
+        MESSAGE.min(self.max_data()).max(1)
+    }
+
     /// The header of a PutStream; its `len` is filled in by the caller.
     pub(crate) fn stream_header(
         &self,
@@ -55,9 +62,10 @@ impl Client {
         data: &[u8],
     ) -> Result<()> {
         header.len = data.len() as u64;
+        let message = self.stream_message();
         let (feeder, rx) = mpsc::channel(4);
         let feed = async move {
-            for piece in data.chunks(MESSAGE) {
+            for piece in data.chunks(message) {
                 let m = pb::PutStreamRequest {
                     header: None,
                     data: Bytes::copy_from_slice(piece),
@@ -85,11 +93,12 @@ impl Client {
     ) -> Result<()> {
         let mut header = self.stream_header(peer, win, offset, None, Chunking::default(), false)?;
         header.len = len;
+        let message = self.stream_message();
         let (feeder, rx) = mpsc::channel(4);
         let feed = async move {
             let mut left = len;
             while left > 0 {
-                let n = (left as usize).min(MESSAGE);
+                let n = (left as usize).min(message);
                 let mut buf = vec![0u8; n];
                 reader
                     .read_exact(&mut buf)

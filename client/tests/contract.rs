@@ -261,3 +261,21 @@ fn reflection_answers_in_v1_and_v1alpha() {
         assert!(format!("{answer:?}").contains("pld.v1.Pld"), "{answer:?}");
     });
 }
+
+#[test]
+fn the_client_streams_in_messages_the_daemon_accepts() {
+    run(Duration::from_secs(60), async {
+        // A limit below the client's 1 MiB stream messages.
+        let c = GrpcCluster::start(
+            pld_server::TransportKind::Tcp,
+            2,
+            &["--grpc-max-message", "64KiB"],
+        );
+        let cl = pld_client::Client::connect(&c.grpc[0]).await.unwrap();
+        assert_eq!(cl.max_data(), 64 << 10);
+        let data = cl.window("data").unwrap();
+        let bytes = pld_tests::pattern((1 << 20) + 3, 21);
+        cl.put(1, data, 0, &bytes).await.unwrap();
+        assert!(cl.get(1, data, 0, bytes.len() as u64).await.unwrap()[..] == bytes[..]);
+    });
+}

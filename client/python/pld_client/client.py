@@ -409,8 +409,10 @@ class Client:
         def messages() -> Iterator:
             yield pb.PutStreamRequest(header=header)
             view = memoryview(raw)
-            for at in range(0, len(raw), _STREAM_MESSAGE):
-                yield pb.PutStreamRequest(data=bytes(view[at : at + _STREAM_MESSAGE]))
+            # 1 MiB messages, or the daemon's limit if that is smaller.
+            step = max(1, min(_STREAM_MESSAGE, self.max_data))
+            for at in range(0, len(raw), step):
+                yield pb.PutStreamRequest(data=bytes(view[at : at + step]))
 
         self._call(self._stub.PutStream, messages())
 

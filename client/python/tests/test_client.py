@@ -210,3 +210,15 @@ def test_reflection_answers_in_v1_and_v1alpha(cluster2):
             assert "grpc.health.v1.Health" in names, (service, names)
     finally:
         channel.close()
+
+
+def test_streams_follow_a_small_message_limit():
+    c = Cluster(2, extra=("--grpc-max-message", "64KiB"))
+    try:
+        with Client(c.grpc[0]) as cl:
+            assert cl.max_data == 64 << 10
+            blob = bytes(range(256)) * 4097
+            cl.put(1, 0, blob)
+            assert cl.get(1, 0, len(blob)) == blob
+    finally:
+        c.stop()
