@@ -7,7 +7,7 @@ pub mod raw;
 
 use pld_server::transport::free_loopback_port;
 use pld_server::{Config, Rank, TransportKind, WindowId};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -118,6 +118,8 @@ pub struct Daemon {
     child: Child,
     stdout: std::sync::Mutex<mpsc::Receiver<String>>,
     stderr: Option<std::thread::JoinHandle<String>>,
+    /// What the process wrote to stderr so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Daemon {
@@ -193,19 +195,28 @@ impl Daemon {
                 }
             }
         });
-        let mut err = child.stderr.take().expect("stderr");
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            // Show the daemon's log in the test's output.
-            eprint!("{s}");
-            s
+        let err = child.stderr.take().expect("stderr");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = std::thread::spawn({
+            let log = log.clone();
+            move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+                let s = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                // Show the daemon's log in the test's output.
+                eprint!("{s}");
+                s
+            }
         });
         Daemon {
             rank,
             child,
             stdout: std::sync::Mutex::new(rx),
             stderr: Some(stderr),
+            log,
         }
     }
 
@@ -263,6 +274,26 @@ impl Daemon {
             );
             // Polling a child process's exit status: there is no portable
             // blocking wait with a deadline in std.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the process has written to stderr so far.
+    pub fn log_so_far(&self) -> String {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits (up to `within`) until the process's stderr contains `text`.
+    pub fn wait_log(&self, text: &str, within: Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if self.log_so_far().contains(text) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            // Polling a pipe another thread reads: no event to wait on.
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -204,3 +204,51 @@ fn certs_makes_a_ca_and_one_certificate_per_rank_naming_it() {
     assert!(e.contains("nope/ca.pem"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+both!(
+    a_flood_of_failed_handshakes_is_logged_once_a_second_with_a_count,
+    60,
+    |t: TransportKind| async move {
+        let (mut c, _, _) = cluster(t, 2).await;
+        let ca_pem = std::fs::read(pld_tests::tls_dir().join("ca.pem")).unwrap();
+        let other = ClusterCa::generate("flood").unwrap().issue(0).unwrap();
+        let forged = Arc::new(
+            Identity::from_pem(
+                0,
+                &ca_pem,
+                other.cert_pem.as_bytes(),
+                other.key_pem.as_bytes(),
+            )
+            .unwrap(),
+        );
+        let attempt = || async {
+            if let Ok(mut p) =
+                RawPeer::connect_with(t, &c.peers[1], 1, Security::Tls(forged.clone())).await
+            {
+                let _ = p.handshake(hello(0, 2, "pld")).await;
+            }
+        };
+        for _ in 0..30 {
+            attempt().await;
+        }
+        // The rate limit is a second: one more attempt after it reports
+        // the ones left out.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        attempt().await;
+        let counted = c.daemons[0].wait_log(
+            "more like it since the last report",
+            Duration::from_secs(10),
+        );
+        let log = c.daemons.remove(0).kill_and_stderr();
+        assert!(counted, "the left-out ones are counted:\n{log}");
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("peer connection failed mutual TLS"))
+            .collect();
+        assert!(
+            !lines.is_empty() && lines.len() <= 4,
+            "31 failed handshakes in two bursts: {} lines\n{log}",
+            lines.len()
+        );
+    }
+);

@@ -178,6 +178,11 @@ impl Proc {
     /// Waits for the child's first stdout line (its ready line).
     fn ready(&mut self) -> anyhow::Result<String> {
         let out = self.0.stdout.take().context("child stdout")?;
+        Self::read_ready(out)
+    }
+
+    /// The first line of a child's stdout (its ready line); blocks.
+    fn read_ready(out: std::process::ChildStdout) -> anyhow::Result<String> {
         let mut line = String::new();
         BufReader::new(out).read_line(&mut line)?;
         if line.is_empty() {
@@ -457,9 +462,18 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             }
             daemon = Some(Proc(c.spawn().context("starting pld-daemon")?));
         }
+        // The daemon's ready line is read on a blocking thread: rank 1 is
+        // ready only once this rank has answered its Hello, which needs
+        // this thread free. (Reading it here, synchronously, after our own
+        // start, deadlocked whenever rank 1's dial came after ours: rank 1
+        // then gave up after its connect timeout, issue 13.)
+        let ready = daemon
+            .as_mut()
+            .and_then(|d| d.0.stdout.take())
+            .map(|out| tokio::task::spawn_blocking(move || Proc::read_ready(out)));
         let rank = Rank::start(config(me, &peers, cli, &WINDOWS)?).await?;
-        if let Some(d) = &mut daemon {
-            d.ready()?;
+        if let Some(ready) = ready {
+            ready.await??;
         }
         let bench = measure::Bench {
             rank: &rank,
