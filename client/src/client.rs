@@ -134,7 +134,7 @@ impl Client {
                 let endpoint = match &fixed {
                     Some(e) => e.clone(),
                     None => {
-                        let ip = pld_proto::resolve::resolve(addr).await.map_err(|e| {
+                        let ip = pld_resolve::resolve(addr).await.map_err(|e| {
                             Error::Connect {
                                 addr: addr.into(),
                                 reason: e.to_string(),

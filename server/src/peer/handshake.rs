@@ -241,7 +241,7 @@ async fn second(
 /// Resolves `HOST:PORT` to one address, also in a static binary with no
 /// NSS (the container image).
 pub(crate) async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
-    pld_proto::resolve::resolve(addr).await
+    pld_resolve::resolve(addr).await
 }
 
 /// Accepts a peer on an established connection: reads its Hello, checks it,
