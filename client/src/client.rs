@@ -134,12 +134,12 @@ impl Client {
                 let endpoint = match &fixed {
                     Some(e) => e.clone(),
                     None => {
-                        let ip = pld_resolve::resolve(addr).await.map_err(|e| {
-                            Error::Connect {
+                        let ip = pld_resolve::resolve(addr)
+                            .await
+                            .map_err(|e| Error::Connect {
                                 addr: addr.into(),
                                 reason: e.to_string(),
-                            }
-                        })?;
+                            })?;
                         endpoint_of(format!("{scheme}://{ip}"))?
                     }
                 };

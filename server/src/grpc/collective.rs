@@ -2,7 +2,7 @@
 //! [`pld_proto::collective`] on the daemon's rank, with the symmetric
 //! window `collective` as scratch, one at a time per daemon.
 
-use super::service::dtype;
+use super::request::dtype;
 use super::{Error, Shared};
 use bytes::Bytes;
 use half::{bf16, f16};

@@ -14,6 +14,7 @@ mod collective;
 pub mod error;
 mod incoming;
 mod metrics;
+mod request;
 mod service;
 mod stream;
 

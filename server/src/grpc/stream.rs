@@ -18,7 +18,7 @@
 use super::Error;
 use super::budget::{Budget, Lease};
 use super::incoming::ClientInfo;
-use super::service::{Geometry, chunking, region_dtype, window};
+use super::request::{Geometry, chunking, region_dtype, window};
 use crate::rank::{Rank, WindowId};
 use bytes::{Bytes, BytesMut};
 use pld_proto::region::{Chunking, Layout, Transfer, packed_pieces};

@@ -216,7 +216,7 @@ async fn second(
         return None;
     };
     let mut writer = incumbent.writer;
-    super::link::finish(&mut writer).await;
+    super::finish(&mut writer).await;
     if let Some(q) = &incumbent.quic {
         q.close(0u32.into(), b"probe");
     }
@@ -363,7 +363,7 @@ pub(crate) async fn accept(
     }
     // Deliver the refusal before anything else happens: the peer must read
     // it (and close) before this rank may give up on the cluster and exit.
-    super::link::finish(&mut writer).await;
+    super::finish(&mut writer).await;
     reader.drain(Duration::from_secs(1)).await;
     if let Some(r) = refusal {
         state.record_refusal(r);

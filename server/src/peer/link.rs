@@ -17,7 +17,6 @@ use pld_proto::{ErrorCode, Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
@@ -346,7 +345,7 @@ impl Link {
         self.lose("this rank shut down".into(), false);
         let writer = self.writer.lock().await.take();
         if let Some(mut w) = writer {
-            finish(&mut w).await;
+            super::finish(&mut w).await;
         }
     }
 
@@ -468,16 +467,6 @@ pub(crate) async fn sweep(link: Arc<Link>) {
             }));
         }
         link.wake_quiet();
-    }
-}
-
-/// Finishes a stream and waits until the peer has everything written on it
-/// (QUIC acknowledges it; TCP sends the FIN after the data), for at most a
-/// second.
-pub(crate) async fn finish(w: &mut PeerWriter) {
-    let _ = w.shutdown().await;
-    if let PeerWriter::Quic(s) = w {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), s.stopped()).await;
     }
 }
 

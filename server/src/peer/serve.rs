@@ -179,7 +179,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
     };
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
     // Let the last replies reach the peer before the connection goes.
-    super::link::finish(&mut writer).await;
+    super::finish(&mut writer).await;
     if let Some(q) = quic {
         q.close(0u32.into(), b"done");
     }
