@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use bytes::Bytes;
-use pld_proto::region::{Chunking, Layout, Shape, Transfer};
+use pld_proto::geometry::{byte_offset, check_buffer, packed_len, wire_region};
+use pld_proto::region::{Chunking, Transfer};
 use pld_proto::v1::pld_client::PldClient;
 use pld_proto::v1::{self as pb, InfoResponse, Region};
 use pld_proto::{Cmp, Dtype, NotifyOp};
@@ -572,12 +573,20 @@ impl Client {
         let elem = t.dtype.size() as u64;
         check_buffer(t.src, t.shape, elem, src.len(), "the source buffer")?;
         let packed = pld_proto::region::pack(src, t.src, t.shape, elem);
-        let region = wire_region(t, t.dst);
+        // A streamed atomic add needs a region: its dtype says how to add.
+        let region = wire_region(t.dtype, t.dst, t.shape).or_else(|| {
+            atomic.then_some(pb::Region {
+                rows: t.shape.rows,
+                cols: t.shape.cols,
+                row_stride: t.shape.cols,
+                dtype: t.dtype as i32,
+            })
+        });
         let offset = byte_offset(t.dst, elem)?;
         if packed.len() > self.max_data() || chunking != Chunking::default() {
             return self
                 .put_stream_bytes(
-                    self.stream_header(peer, win, offset, Some(region), chunking, atomic)?,
+                    self.stream_header(peer, win, offset, region, chunking, atomic)?,
                     &packed,
                 )
                 .await;
@@ -592,7 +601,7 @@ impl Client {
                 offset,
                 dtype: t.dtype as i32,
                 data,
-                region: Some(region),
+                region,
             }))
             .await
             .map(|_| ())
@@ -602,7 +611,7 @@ impl Client {
                 window,
                 offset,
                 data,
-                region: Some(region),
+                region,
             }))
             .await
             .map(|_| ())
@@ -621,12 +630,12 @@ impl Client {
     ) -> Result<()> {
         let elem = t.dtype.size() as u64;
         check_buffer(t.dst, t.shape, elem, dst.len(), "the destination buffer")?;
-        let region = wire_region(t, t.src);
+        let region = wire_region(t.dtype, t.src, t.shape);
         let offset = byte_offset(t.src, elem)?;
-        let len = packed_len(t.shape, elem)?;
+        let len = packed_len(t.shape, t.dtype)?;
         let mut packed = vec![0u8; usize::try_from(len).map_err(|_| too_large(len))?];
         if len > self.max_data() as u64 || chunking != Chunking::default() {
-            self.get_stream_into(peer, win, offset, len, Some(region), chunking, &mut packed)
+            self.get_stream_into(peer, win, offset, len, region, chunking, &mut packed)
                 .await?;
         } else {
             let r = self
@@ -637,7 +646,7 @@ impl Client {
                     window: self.window_name(win)?,
                     offset,
                     len,
-                    region: Some(region),
+                    region,
                 }))
                 .await
                 .map_err(|s| self.err(s))?;
@@ -669,58 +678,4 @@ fn source_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
-}
-
-fn wire_region(t: &Transfer, at: Layout) -> Region {
-    Region {
-        rows: t.shape.rows,
-        cols: t.shape.cols,
-        row_stride: if t.shape.rows <= 1 {
-            t.shape.cols
-        } else {
-            at.row_stride
-        },
-        dtype: t.dtype as i32,
-    }
-}
-
-fn byte_offset(at: Layout, elem: u64) -> Result<u64> {
-    at.offset
-        .checked_mul(elem)
-        .ok_or_else(|| Error::InvalidArgument(format!("element offset {} overflows", at.offset)))
-}
-
-pub(crate) fn packed_len(shape: Shape, elem: u64) -> Result<u64> {
-    shape
-        .elems()
-        .and_then(|n| n.checked_mul(elem))
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "a region of {} x {} is too large",
-                shape.rows, shape.cols
-            ))
-        })
-}
-
-/// The local buffer must hold the region in its layout.
-fn check_buffer(at: Layout, shape: Shape, elem: u64, len: usize, what: &str) -> Result<()> {
-    let span = at
-        .span(shape)
-        .map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))?;
-    let need = if span == 0 {
-        0
-    } else {
-        at.offset
-            .checked_add(span)
-            .and_then(|e| e.checked_mul(elem))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("{what}: the region's extent overflows"))
-            })?
-    };
-    if need > len as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "{what} holds {len} bytes, the region in it needs {need}"
-        )));
-    }
-    Ok(())
 }

@@ -22,6 +22,10 @@ pub enum Error {
     /// A call that is wrong before anything is sent.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A transfer whose geometry does not hold (buffer, offset, region);
+    /// nothing was sent.
+    #[error("{0}")]
+    Geometry(#[from] pld_proto::geometry::GeometryError),
     /// Reading or writing local data failed.
     #[error("{context}: {error}")]
     Io {
@@ -38,7 +42,7 @@ impl Error {
             Error::Connect { .. } => Code::Unavailable,
             Error::Status { code, .. } => *code,
             Error::NoSuchWindow { .. } => Code::NotFound,
-            Error::InvalidArgument(_) => Code::InvalidArgument,
+            Error::InvalidArgument(_) | Error::Geometry(_) => Code::InvalidArgument,
             Error::Io { .. } => Code::Internal,
         }
     }

@@ -6,11 +6,14 @@
 //!   raw payload bytes, which never pass through protobuf.
 //! - [`handshake`]: the check two ranks run on each other's [`v1::Hello`].
 //! - [`track`]: the per-peer table of outstanding operations behind
-//!   completion, `quiet` and its diagnostics.
+//!   completion, `quiet` and its diagnostics; [`reply`]: what a reply
+//!   means for the op it answers.
 //! - [`barrier`]: the dissemination barrier.
 //! - [`signal`]: the comparisons of `wait` and `test`.
 //! - [`dtype`]: element types and their byte encodings.
-//! - [`region`]: 2-D regions, transfers and chunk planning.
+//! - [`region`]: 2-D regions, transfers and chunk plans.
+//! - [`geometry`]: the rules every driver applies to a transfer: request
+//!   geometry, buffer checks, the wire form of a region, chunking and depth.
 //! - [`rma`]: the [`Rma`] trait that embedded ranks and remote clients share.
 //!
 //! Nothing here does I/O or reads a clock: time is passed in, so that every
@@ -24,8 +27,10 @@ pub mod barrier;
 pub mod collective;
 pub mod dtype;
 pub mod frame;
+pub mod geometry;
 pub mod handshake;
 pub mod region;
+pub mod reply;
 pub mod rma;
 pub mod scalar;
 pub mod signal;
@@ -43,6 +48,8 @@ pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/pld.v1.rs"));
 }
 
+/// Re-exported for [`impl_rma!`], whose expansions name `Bytes`.
+pub use bytes;
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
 pub use rma::Rma;

@@ -151,3 +151,154 @@ pub trait Rma: Send + Sync {
         chunking: Chunking,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
+
+/// Implements [`Rma`] for a type whose inherent methods have the trait's
+/// names and signatures, by calling them: the one place that lists the
+/// trait's methods for an implementation. `test: sync` for a type whose
+/// `test` returns at once (an embedded rank reads its own cell), `test:
+/// async` for one that asks over the network.
+///
+/// ```ignore
+/// pld_proto::impl_rma!(Client, Error, WindowId, test: async);
+/// ```
+#[macro_export]
+macro_rules! impl_rma {
+    ($ty:ty, $err:ty, $win:ty, test: $mode:ident) => {
+        impl $crate::Rma for $ty {
+            type Error = $err;
+            type Window = $win;
+
+            fn rank(&self) -> u32 {
+                <$ty>::rank(self)
+            }
+            fn nranks(&self) -> u32 {
+                <$ty>::nranks(self)
+            }
+            fn window(&self, name: &str) -> ::std::result::Result<$win, $err> {
+                <$ty>::window(self, name)
+            }
+            async fn put(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                data: &[u8],
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::put(self, peer, win, offset, data).await
+            }
+            async fn get(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                len: u64,
+            ) -> ::std::result::Result<$crate::bytes::Bytes, $err> {
+                <$ty>::get(self, peer, win, offset, len).await
+            }
+            async fn atomic_add(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                dtype: $crate::Dtype,
+                operands: &[u8],
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::atomic_add(self, peer, win, offset, dtype, operands).await
+            }
+            async fn fetch_add(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                dtype: $crate::Dtype,
+                value: i64,
+            ) -> ::std::result::Result<i64, $err> {
+                <$ty>::fetch_add(self, peer, win, offset, dtype, value).await
+            }
+            async fn compare_swap(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                dtype: $crate::Dtype,
+                expected: i64,
+                desired: i64,
+            ) -> ::std::result::Result<i64, $err> {
+                <$ty>::compare_swap(self, peer, win, offset, dtype, expected, desired).await
+            }
+            async fn notify(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                value: i32,
+                op: $crate::NotifyOp,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::notify(self, peer, win, offset, value, op).await
+            }
+            async fn wait(
+                &self,
+                win: $win,
+                offset: u64,
+                cmp: $crate::Cmp,
+                expected: i32,
+            ) -> ::std::result::Result<i32, $err> {
+                <$ty>::wait(self, win, offset, cmp, expected).await
+            }
+            async fn test(
+                &self,
+                win: $win,
+                offset: u64,
+                cmp: $crate::Cmp,
+                expected: i32,
+            ) -> ::std::result::Result<bool, $err> {
+                $crate::impl_rma!(@$mode <$ty>::test(self, win, offset, cmp, expected))
+            }
+            async fn barrier(&self) -> ::std::result::Result<(), $err> {
+                <$ty>::barrier(self).await
+            }
+            async fn quiet(&self) -> ::std::result::Result<(), $err> {
+                <$ty>::quiet(self).await
+            }
+            fn fence(&self, peer: u32) -> ::std::result::Result<(), $err> {
+                <$ty>::fence(self, peer)
+            }
+            async fn put_region(
+                &self,
+                peer: u32,
+                win: $win,
+                t: &$crate::region::Transfer,
+                src: &[u8],
+                chunking: $crate::region::Chunking,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::put_region(self, peer, win, t, src, chunking).await
+            }
+            async fn atomic_add_region(
+                &self,
+                peer: u32,
+                win: $win,
+                t: &$crate::region::Transfer,
+                src: &[u8],
+                chunking: $crate::region::Chunking,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::atomic_add_region(self, peer, win, t, src, chunking).await
+            }
+            async fn get_region(
+                &self,
+                peer: u32,
+                win: $win,
+                t: &$crate::region::Transfer,
+                dst: &mut [u8],
+                chunking: $crate::region::Chunking,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::get_region(self, peer, win, t, dst, chunking).await
+            }
+        }
+    };
+    (@sync $e:expr) => {
+        $e
+    };
+    (@async $e:expr) => {
+        $e.await
+    };
+}

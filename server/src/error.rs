@@ -122,8 +122,11 @@ pub enum Error {
     },
     /// A transfer's chunking, shape or buffers do not fit together; nothing
     /// was sent.
-    #[error("{op}: {reason}")]
-    InvalidTransfer { op: OpKind, reason: String },
+    #[error("{op}: {error}")]
+    InvalidTransfer {
+        op: OpKind,
+        error: pld_proto::geometry::GeometryError,
+    },
     /// The target refused the request; no byte of its window changed.
     #[error("rank {rank} rejected {op} #{id}: {message}")]
     Rejected {

@@ -21,6 +21,12 @@ pub enum Error {
     /// A field that the call needs is missing or out of its domain.
     #[error("{call}: {reason}")]
     InvalidArgument { call: &'static str, reason: String },
+    /// A request whose geometry does not hold (offset, length, region, data).
+    #[error("{call}: {error}")]
+    Geometry {
+        call: &'static str,
+        error: pld_proto::geometry::GeometryError,
+    },
     /// A unary call over the message limit.
     #[error(
         "{call} of {len} bytes exceeds the message limit of {max} bytes; use {instead} for larger transfers"
@@ -126,7 +132,9 @@ impl Error {
         match self {
             Error::Rank(e) => rank_code(e),
             Error::NotReady { .. } => Code::Unavailable,
-            Error::InvalidArgument { .. } | Error::StreamLength { .. } => Code::InvalidArgument,
+            Error::InvalidArgument { .. } | Error::Geometry { .. } | Error::StreamLength { .. } => {
+                Code::InvalidArgument
+            }
             // One code for "too large" everywhere: tonic's own limit says it too.
             Error::TooLarge { .. } => Code::ResourceExhausted,
             Error::ClientStream { status, .. } if is_too_large(status) => Code::ResourceExhausted,

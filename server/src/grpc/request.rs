@@ -4,7 +4,7 @@
 
 use super::Error;
 use crate::rank::{Rank, WindowId};
-use pld_proto::region::{Chunking, Layout, Shape, Transfer};
+use pld_proto::region::Chunking;
 use pld_proto::v1::Region;
 use pld_proto::{Cmp, Dtype};
 use std::time::Duration;
@@ -37,111 +37,20 @@ pub(crate) fn dtype(call: &'static str, value: i32) -> Result<Dtype, Error> {
     }
 }
 
-/// Where a transfer lies in the window and in the packed bytes of the call.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Geometry {
-    pub dtype: Dtype,
-    pub shape: Shape,
-    pub window: Layout,
-    /// Bytes the region holds, packed.
-    pub packed_len: u64,
-}
+/// Where a transfer lies in the window and in the packed bytes of the call
+/// (the rules are pld_proto's: one copy for every driver).
+pub(crate) use pld_proto::geometry::Geometry;
 
-impl Geometry {
-    /// `offset` bytes into the window, and either a region or `len` bytes.
-    pub(crate) fn new(
-        call: &'static str,
-        dtype: Dtype,
-        offset: u64,
-        region: Option<&Region>,
-        len: u64,
-    ) -> Result<Geometry, Error> {
-        let elem = dtype.size() as u64;
-        if offset % elem != 0 {
-            return Err(Error::invalid(
-                call,
-                format!(
-                    "offset {offset} is not a multiple of the {dtype} element size ({elem} bytes)"
-                ),
-            ));
-        }
-        let (shape, stride) = match region {
-            Some(r) => {
-                let stride = if r.row_stride == 0 {
-                    r.cols
-                } else {
-                    r.row_stride
-                };
-                (
-                    Shape {
-                        rows: r.rows,
-                        cols: r.cols,
-                    },
-                    stride,
-                )
-            }
-            None => {
-                if len % elem != 0 {
-                    return Err(Error::invalid(
-                        call,
-                        format!(
-                            "length {len} is not a multiple of the {dtype} element size ({elem} bytes)"
-                        ),
-                    ));
-                }
-                let n = len / elem;
-                (Shape { rows: 1, cols: n }, n)
-            }
-        };
-        let packed_len = shape
-            .elems()
-            .and_then(|n| n.checked_mul(elem))
-            .ok_or_else(|| {
-                Error::invalid(
-                    call,
-                    format!(
-                        "a region of {} x {} {dtype} is too large",
-                        shape.rows, shape.cols
-                    ),
-                )
-            })?;
-        Ok(Geometry {
-            dtype,
-            shape,
-            window: Layout {
-                offset: offset / elem,
-                row_stride: stride,
-            },
-            packed_len,
-        })
-    }
-
-    fn packed(&self) -> Layout {
-        Layout {
-            offset: 0,
-            row_stride: self.shape.cols,
-        }
-    }
-
-    /// From the packed bytes into the window.
-    pub(crate) fn store(&self) -> Transfer {
-        Transfer {
-            dtype: self.dtype,
-            shape: self.shape,
-            dst: self.window,
-            src: self.packed(),
-        }
-    }
-
-    /// From the window into packed bytes.
-    pub(crate) fn load(&self) -> Transfer {
-        Transfer {
-            dtype: self.dtype,
-            shape: self.shape,
-            dst: self.packed(),
-            src: self.window,
-        }
-    }
+/// A request's geometry, its errors naming `call`.
+pub(crate) fn geometry(
+    call: &'static str,
+    dtype: Dtype,
+    offset: u64,
+    region: Option<&Region>,
+    len: u64,
+) -> Result<Geometry, Error> {
+    Geometry::from_request(dtype, offset, region, len)
+        .map_err(|error| Error::Geometry { call, error })
 }
 
 pub(crate) fn window(rank: &Rank, name: &str) -> Result<WindowId, Error> {
@@ -171,16 +80,8 @@ pub(crate) fn chunking(c: Option<&pld_proto::v1::Chunking>) -> Chunking {
 }
 
 pub(crate) fn check_data(call: &'static str, g: &Geometry, got: usize) -> Result<(), Error> {
-    if g.packed_len != got as u64 {
-        return Err(Error::invalid(
-            call,
-            format!(
-                "the data holds {got} bytes, the region of {} x {} {} needs {}",
-                g.shape.rows, g.shape.cols, g.dtype, g.packed_len
-            ),
-        ));
-    }
-    Ok(())
+    g.check_data(got)
+        .map_err(|error| Error::Geometry { call, error })
 }
 
 pub(crate) fn cmp(call: &'static str, value: i32) -> Result<Cmp, Error> {
@@ -211,34 +112,5 @@ mod tests {
         }
         m.insert("grpc-timeout", "12x".parse().unwrap());
         assert_eq!(grpc_timeout(&m), None);
-    }
-
-    #[test]
-    fn geometry_rejects_misalignment_and_sizes_the_packed_region() {
-        let e = Geometry::new("AtomicAdd", Dtype::Fp32, 2, None, 8).unwrap_err();
-        assert!(e.to_string().contains("offset 2 is not a multiple"), "{e}");
-        let e = Geometry::new("AtomicAdd", Dtype::Fp32, 4, None, 6).unwrap_err();
-        assert!(e.to_string().contains("length 6"), "{e}");
-        let region = Region {
-            rows: 3,
-            cols: 5,
-            row_stride: 8,
-            dtype: Dtype::Fp16 as i32,
-        };
-        let g = Geometry::new("Put", Dtype::Fp16, 16, Some(&region), 0).unwrap();
-        assert_eq!(g.packed_len, 30);
-        assert_eq!(
-            g.window,
-            Layout {
-                offset: 8,
-                row_stride: 8
-            }
-        );
-        let huge = Region {
-            rows: u64::MAX,
-            cols: 2,
-            ..region
-        };
-        assert!(Geometry::new("Put", Dtype::Fp16, 0, Some(&huge), 0).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! fields and runs the op on the daemon's rank.
 
 use super::collective::{self, Kind};
-use super::request::{Geometry, check_data, cmp, dtype, grpc_timeout, region_dtype, window};
+use super::request::{check_data, cmp, dtype, geometry, grpc_timeout, region_dtype, window};
 use super::{Error, Shared, stream};
 use crate::rank::Rank;
 use pld_proto::region::Chunking;
@@ -130,7 +130,7 @@ impl Pld for Service {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dtype = region_dtype("Put", r.region.as_ref(), Dtype::Int8)?;
-            let g = Geometry::new(
+            let g = geometry(
                 "Put",
                 dtype,
                 r.offset,
@@ -151,7 +151,7 @@ impl Pld for Service {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dtype = region_dtype("Get", r.region.as_ref(), Dtype::Int8)?;
-            let g = Geometry::new("Get", dtype, r.offset, r.region.as_ref(), r.len)?;
+            let g = geometry("Get", dtype, r.offset, r.region.as_ref(), r.len)?;
             if g.packed_len > self.shared.max_data as u64 {
                 return Err(Error::TooLarge {
                     call: "Get",
@@ -191,7 +191,7 @@ impl Pld for Service {
                     ),
                 ));
             }
-            let g = Geometry::new(
+            let g = geometry(
                 "AtomicAdd",
                 dt,
                 r.offset,

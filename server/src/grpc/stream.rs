@@ -18,7 +18,7 @@
 use super::Error;
 use super::budget::{Budget, Lease};
 use super::incoming::ClientInfo;
-use super::request::{Geometry, chunking, region_dtype, window};
+use super::request::{Geometry, chunking, geometry, region_dtype, window};
 use crate::rank::{Rank, WindowId};
 use bytes::{Bytes, BytesMut};
 use pld_proto::region::{Chunking, Layout, Transfer, packed_pieces};
@@ -230,7 +230,7 @@ pub(crate) async fn put(
             region_dtype(CALL, h.region.as_ref(), Dtype::Int8)?,
         )
     };
-    let g = Geometry::new(CALL, dtype, h.offset, h.region.as_ref(), h.len)?;
+    let g = geometry(CALL, dtype, h.offset, h.region.as_ref(), h.len)?;
     let chunking = chunking(h.chunking.as_ref());
     // Everything is checked before the first byte lands.
     rank.check_transfer(op, h.rank, win, &g.store(), &chunking)?;
@@ -335,7 +335,7 @@ pub(crate) async fn get(
     const CALL: &str = "GetStream";
     let win = window(&rank, &r.window)?;
     let dtype = region_dtype(CALL, r.region.as_ref(), Dtype::Int8)?;
-    let g = Geometry::new(CALL, dtype, r.offset, r.region.as_ref(), r.len)?;
+    let g = geometry(CALL, dtype, r.offset, r.region.as_ref(), r.len)?;
     let chunking = chunking(r.chunking.as_ref());
     rank.check_transfer(OpKind::Get, r.rank, win, &g.load(), &chunking)?;
     let message = max_message.min(GET_MESSAGE) as u64;

@@ -11,9 +11,10 @@ use super::{FrameReader, RankState, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
 use bytes::{Bytes, BytesMut};
+use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{BarrierSignal, Header, header::Body};
-use pld_proto::{ErrorCode, Frame, MsgKind, OpKind};
+use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -243,29 +244,20 @@ impl Link {
             );
             return;
         };
-        let reply = match (op.kind, frame.header.body) {
-            (OpKind::Put | OpKind::AtomicAdd | OpKind::Notify, Some(Body::Ack(_))) => {
-                Ok(Reply::Ack)
-            }
-            (OpKind::Get, Some(Body::GetReply(_))) => Ok(Reply::Data(frame.payload)),
-            (OpKind::FetchAdd | OpKind::CompareSwap, Some(Body::Value(v))) => {
-                Ok(Reply::Value(v.previous))
-            }
-            (kind, Some(Body::Error(e))) => Err(Error::Rejected {
+        let reply = match answer(op.kind, frame.header.body) {
+            Answer::Ack => Ok(Reply::Ack),
+            Answer::Data => Ok(Reply::Data(frame.payload)),
+            Answer::Value(v) => Ok(Reply::Value(v)),
+            Answer::Refused { code, message } => Err(Error::Rejected {
                 rank: self.peer,
-                op: kind,
+                op: op.kind,
                 id,
-                code: ErrorCode::try_from(e.code).unwrap_or(ErrorCode::Unspecified),
-                message: e.message,
+                code,
+                message,
             }),
-            (kind, other) => Err(Error::Protocol {
+            Answer::Mismatch { op: kind, got } => Err(Error::Protocol {
                 rank: self.peer,
-                reason: format!(
-                    "answered {kind} #{id} with {}",
-                    other.map_or("an empty frame", |b| {
-                        MsgKind::of(&Header { id, body: Some(b) }).name()
-                    })
-                ),
+                reason: format!("answered {kind} #{id} with {got}"),
             }),
         };
         if reply.is_err() {

@@ -12,114 +12,16 @@
 use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
 use crate::peer::link::{Link, Pending, Reply};
+use pld_proto::geometry::{GeometryError, byte_offset, check_buffer, plan, wire_region};
 use pld_proto::region::{Chunk, ChunkPlan, Chunking, Layout, Shape, Transfer, row_ranges};
 use pld_proto::v1::{PeerAtomicAdd, PeerGet, PeerPut, Region, header::Body};
 use pld_proto::{Dtype, OpKind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Chunks in flight by default are enough to keep this many bytes moving.
-const DEFAULT_INFLIGHT_BYTES: u64 = 16 << 20;
-/// The most chunks in flight by default.
-const MAX_DEFAULT_DEPTH: u64 = 256;
-
-fn bad(op: OpKind, reason: String) -> Error {
-    Error::InvalidTransfer { op, reason }
-}
-
-/// The plan and depth of a transfer whose chunks may not exceed `max_payload`.
-fn plan(op: OpKind, t: &Transfer, c: &Chunking, max_payload: usize) -> Result<(ChunkPlan, usize)> {
-    let elem = t.dtype.size() as u64;
-    if elem == 0 {
-        return Err(bad(op, "the transfer needs a dtype".into()));
-    }
-    let plan = match (c.chunk_rows, c.chunk_cols) {
-        (Some(r), Some(k)) => {
-            if r == 0 || k == 0 {
-                return Err(bad(
-                    op,
-                    format!("chunk sizes must be at least 1, got {r} x {k}"),
-                ));
-            }
-            let plan = ChunkPlan::new(t.shape, Shape { rows: r, cols: k });
-            let ch = plan.chunk();
-            let bytes = ch.rows.saturating_mul(ch.cols).saturating_mul(elem);
-            if bytes > max_payload as u64 {
-                return Err(bad(
-                    op,
-                    format!(
-                        "a chunk of {} x {} {} is {bytes} bytes, more than the frame limit of {max_payload} bytes; use smaller chunks",
-                        ch.rows, ch.cols, t.dtype
-                    ),
-                ));
-            }
-            plan
-        }
-        (None, None) if c.pipeline => {
-            return Err(bad(
-                op,
-                "pipeline needs both chunk_rows and chunk_cols".into(),
-            ));
-        }
-        (None, None) => ChunkPlan::by_rows(t.shape, (max_payload as u64 / elem).max(1)),
-        _ => {
-            return Err(bad(
-                op,
-                "chunk_rows and chunk_cols go together: give both or neither".into(),
-            ));
-        }
-    };
-    let ch = plan.chunk();
-    let chunk_bytes = (ch.rows * ch.cols * elem).max(1);
-    let default = (DEFAULT_INFLIGHT_BYTES / chunk_bytes).clamp(2, MAX_DEFAULT_DEPTH) as usize;
-    let depth = match (c.pipeline, c.depth, c.chunk_rows.is_some()) {
-        (true, Some(d), _) if d < 2 => {
-            return Err(bad(
-                op,
-                format!("a pipeline keeps at least 2 chunks in flight, not {d}"),
-            ));
-        }
-        (true, Some(d), _) => d,
-        (true, None, _) => default,
-        // Explicit chunks without a pipeline: one at a time.
-        (false, _, true) => 1,
-        // No chunking asked for: the region just streams.
-        (false, _, false) => default,
-    };
-    Ok((plan, depth))
-}
-
-/// Checks that a buffer of `len` bytes holds a region of `shape` in `layout`.
-fn check_buffer(op: OpKind, t: &Transfer, layout: Layout, len: usize, what: &str) -> Result<()> {
-    let elem = t.dtype.size() as u64;
-    let span = layout
-        .span(t.shape)
-        .map_err(|e| bad(op, format!("{what}: {e}")))?;
-    let need = if span == 0 {
-        0
-    } else {
-        layout
-            .offset
-            .checked_add(span)
-            .and_then(|e| e.checked_mul(elem))
-            .ok_or_else(|| bad(op, format!("{what}: the region's extent overflows")))?
-    };
-    if need > len as u64 {
-        return Err(bad(
-            op,
-            format!("{what} holds {len} bytes, the region in it needs {need}"),
-        ));
-    }
-    Ok(())
-}
-
-fn wire_region(t: &Transfer, layout: Layout, shape: Shape) -> Option<Region> {
-    (!layout.dense(shape)).then_some(Region {
-        rows: shape.rows,
-        cols: shape.cols,
-        row_stride: layout.row_stride,
-        dtype: t.dtype as i32,
-    })
+/// A transfer's geometry refused, for `op`.
+fn bad(op: OpKind) -> impl Fn(GeometryError) -> Error {
+    move |error| Error::InvalidTransfer { op, error }
 }
 
 /// The rows of the chunk `c` of a region in `layout`, as byte ranges.
@@ -190,10 +92,7 @@ impl Rank {
             row_stride: at.row_stride,
             dtype: t.dtype as i32,
         };
-        let offset = at
-            .offset
-            .checked_mul(elem)
-            .ok_or_else(|| bad(op, format!("element offset {} overflows", at.offset)))?;
+        let offset = byte_offset(at, elem).map_err(bad(op))?;
         w.check_region(offset, &region)
             .map_err(self.refused(op, peer))?;
         // A get's replies come to this rank: its chunks obey this rank's
@@ -202,7 +101,7 @@ impl Rank {
             Target::Remote(link) if op != OpKind::Get => link.peer_max_payload,
             _ => self.state.config.max_payload,
         };
-        let (plan, depth) = plan(op, t, chunking, max)?;
+        let (plan, depth) = plan(t, chunking, max).map_err(bad(op))?;
         Ok((w, plan, depth))
     }
 
@@ -215,7 +114,14 @@ impl Rank {
         src: &[u8],
         chunking: Chunking,
     ) -> Result<()> {
-        check_buffer(op, t, t.src, src.len(), "the source buffer")?;
+        check_buffer(
+            t.src,
+            t.shape,
+            t.dtype.size() as u64,
+            src.len(),
+            "the source buffer",
+        )
+        .map_err(bad(op))?;
         let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
         match self.target(peer).await? {
             Target::Local => {
@@ -290,7 +196,14 @@ impl Rank {
     ) -> Result<()> {
         let op = OpKind::Get;
         let elem = t.dtype.size() as u64;
-        check_buffer(op, t, t.dst, dst.len(), "the destination buffer")?;
+        check_buffer(
+            t.dst,
+            t.shape,
+            t.dtype.size() as u64,
+            dst.len(),
+            "the destination buffer",
+        )
+        .map_err(bad(op))?;
         let (w, plan, depth) = self.check_window(op, peer, win, t, &chunking)?;
         let link = match self.target(peer).await? {
             Target::Local => {
@@ -321,7 +234,7 @@ impl Rank {
                 window: win.0,
                 offset: at.offset * elem,
                 len,
-                region: wire_region(t, t.src, c.shape),
+                region: wire_region(t.dtype, t.src, c.shape),
             });
             inflight.push_back((c, link.send(op, body, &[]).await?));
         }
@@ -391,7 +304,7 @@ pub(super) async fn send_chunks(
             &staging
         };
         let d = t.dst.at(c.row, c.col);
-        let region = wire_region(t, t.dst, c.shape);
+        let region = wire_region(t.dtype, t.dst, c.shape);
         let body = match op {
             OpKind::AtomicAdd => Body::AtomicAdd(PeerAtomicAdd {
                 window: win.0,
