@@ -38,8 +38,8 @@ impl Client {
                 Algo::Mesh => pb::Algo::Mesh,
             }) as i32,
         };
-        let r = self.grpc.clone().all_reduce(self.req(req)).await;
-        Ok(r.map_err(|s| self.err(s))?.into_inner().data)
+        let r = self.call(req, |mut g, r| async move { g.all_reduce(r).await });
+        Ok(r.await?.data)
     }
 
     /// Every rank ends with `root`'s `data`.
@@ -49,8 +49,8 @@ impl Client {
             data: Bytes::copy_from_slice(data),
             root,
         };
-        let r = self.grpc.clone().broadcast(self.req(req)).await;
-        Ok(r.map_err(|s| self.err(s))?.into_inner().data)
+        let r = self.call(req, |mut g, r| async move { g.broadcast(r).await });
+        Ok(r.await?.data)
     }
 
     /// Every rank ends with every rank's `data`, concatenated by rank.
@@ -59,8 +59,8 @@ impl Client {
             dtype: dtype as i32,
             data: Bytes::copy_from_slice(data),
         };
-        let r = self.grpc.clone().all_gather(self.req(req)).await;
-        Ok(r.map_err(|s| self.err(s))?.into_inner().data)
+        let r = self.call(req, |mut g, r| async move { g.all_gather(r).await });
+        Ok(r.await?.data)
     }
 
     /// `data` is P equal blocks; rank r ends with block r of the `op` of
@@ -76,8 +76,8 @@ impl Client {
             data: Bytes::copy_from_slice(data),
             op: wire_op(op),
         };
-        let r = self.grpc.clone().reduce_scatter(self.req(req)).await;
-        Ok(r.map_err(|s| self.err(s))?.into_inner().data)
+        let r = self.call(req, |mut g, r| async move { g.reduce_scatter(r).await });
+        Ok(r.await?.data)
     }
 
     /// `data` is P equal blocks; block j goes to rank j, and each rank ends
@@ -87,8 +87,8 @@ impl Client {
             dtype: dtype as i32,
             data: Bytes::copy_from_slice(data),
         };
-        let r = self.grpc.clone().all_to_all(self.req(req)).await;
-        Ok(r.map_err(|s| self.err(s))?.into_inner().data)
+        let r = self.call(req, |mut g, r| async move { g.all_to_all(r).await });
+        Ok(r.await?.data)
     }
 
     /// [`Client::all_reduce_bytes`] on elements.

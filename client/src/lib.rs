@@ -20,11 +20,14 @@
 
 mod client;
 mod collective;
+mod connect;
 mod error;
+mod ops;
 mod rma;
 mod stream;
 
-pub use client::{Client, ClientOptions, WindowId};
+pub use client::{Client, WindowId};
+pub use connect::ClientOptions;
 pub use error::{Error, Result, code_name};
 pub use pld_proto as proto;
 pub use pld_proto::collective::Algo;
