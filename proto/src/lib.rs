@@ -29,6 +29,7 @@ pub mod dtype;
 pub mod frame;
 pub mod geometry;
 pub mod handshake;
+pub mod lock;
 pub mod region;
 pub mod reply;
 pub mod rma;

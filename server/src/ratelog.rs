@@ -2,6 +2,7 @@
 //! a count of those left out — so that a flood of bad connections cannot
 //! flood the log.
 
+use pld_proto::lock::Locked;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,7 @@ impl RateLimitedBy {
     /// As [`RateLimited::admit`], for lines about `reason`.
     pub fn admit(&self, reason: &str) -> Option<String> {
         let limiter = {
-            let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            let mut keys = self.keys.locked();
             match keys.iter().position(|(k, _)| k == reason) {
                 Some(i) => keys[i].1.clone(),
                 None => {
@@ -73,7 +74,7 @@ impl RateLimited {
     }
 
     fn admit_at(&self, now: Instant) -> Option<String> {
-        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.0.locked();
         if s.last.is_some_and(|t| now.duration_since(t) < s.every) {
             s.left_out += 1;
             return None;

@@ -17,6 +17,7 @@
 //! then reaps clients that died without closing.
 
 use crate::ratelog::RateLimited;
+use pld_proto::lock::Locked;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -94,7 +95,7 @@ impl Kill {
     /// Closes the connection, saying why (the first reason wins).
     pub fn kill(&self, why: String) {
         let _ = self.why.set(why);
-        let waker = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let waker = self.reader.locked().take();
         if let Some(w) = waker {
             w.wake();
         }
@@ -107,7 +108,7 @@ impl Kill {
                 why.clone(),
             ));
         }
-        let mut slot = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.reader.locked();
         if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             *slot = Some(cx.waker().clone());
         }

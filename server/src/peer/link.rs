@@ -11,6 +11,7 @@ use super::{FrameReader, RankState, write_frame};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
 use bytes::{Bytes, BytesMut};
+use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{BarrierSignal, Header, header::Body};
@@ -97,7 +98,7 @@ impl Link {
     fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
         // A panic while holding this lock would be a bug in PeerOps; the
         // table is still consistent (every method leaves it whole), so keep going.
-        self.ops.lock().unwrap_or_else(|p| p.into_inner())
+        self.ops.locked()
     }
 
     fn lost_error(&self) -> Option<Error> {

@@ -15,6 +15,7 @@ use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
 use bytes::BytesMut;
 use pld_proto::frame::{self, error_header};
+use pld_proto::lock::Locked;
 use pld_proto::v1::{Ack, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body};
 use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
 use std::sync::Arc;
@@ -232,8 +233,7 @@ fn apply(
     if let Some(Body::Barrier(b)) = &header.body {
         let accepted = state
             .barrier
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .on_message(peer.rank, b.epoch, b.round);
         match accepted {
             Ok(()) => state.barrier_wake.notify_waiters(),

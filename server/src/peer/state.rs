@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::stats::Stats;
 use crate::window::Windows;
 use pld_proto::PROTOCOL_VERSION;
+use pld_proto::lock::Locked;
 use pld_proto::v1::Hello;
 
 /// What both sides of the peer plane need of the local rank.
@@ -164,7 +165,7 @@ impl RankState {
     }
 
     fn barrier_lock(&self) -> std::sync::MutexGuard<'_, pld_proto::barrier::Barrier> {
-        self.barrier.lock().unwrap_or_else(|p| p.into_inner())
+        self.barrier.locked()
     }
 
     /// This rank's Hello as of now (its barrier epoch moves).
@@ -190,7 +191,7 @@ impl RankState {
         }
         let r = h.rank as usize;
         let old = {
-            let mut epochs = self.rejoin.epochs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut epochs = self.rejoin.epochs.locked();
             std::mem::replace(&mut epochs[r], h.epoch)
         };
         if old != 0 && old != h.epoch {
@@ -211,7 +212,7 @@ impl RankState {
 
     /// The epoch of `peer`'s run this rank last saw in a Hello (0: none yet).
     pub fn known_epoch(&self, peer: u32) -> Option<u64> {
-        let epochs = self.rejoin.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        let epochs = self.rejoin.epochs.locked();
         epochs.get(peer as usize).copied()
     }
 
@@ -248,7 +249,7 @@ impl RankState {
     }
 
     pub fn record_refusal(&self, r: Refusal) {
-        let mut slot = self.refusal.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.refusal.locked();
         if slot.is_none() {
             *slot = Some(r);
             self.refused.notify_waiters();
@@ -261,12 +262,7 @@ impl RankState {
             let notified = self.refused.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(r) = self
-                .refusal
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
+            if let Some(r) = self.refusal.locked().clone() {
                 return r;
             }
             notified.await;

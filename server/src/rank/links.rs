@@ -10,6 +10,7 @@
 use crate::peer::link::{self, Link};
 use crate::peer::{RankState, handshake};
 use crate::transport::Endpoint;
+use pld_proto::lock::{Locked, RwLocked};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
@@ -30,10 +31,9 @@ impl Links {
 
     /// `None` if `peer` is no rank; `Some(None)` for this rank.
     pub fn get(&self, peer: u32) -> Option<Option<Arc<Link>>> {
-        self.slots.get(peer as usize).map(|s| {
-            s.as_ref()
-                .map(|l| l.read().unwrap_or_else(|p| p.into_inner()).clone())
-        })
+        self.slots
+            .get(peer as usize)
+            .map(|s| s.as_ref().map(|l| l.read_locked().clone()))
     }
 
     /// Every peer's current link.
@@ -46,7 +46,7 @@ impl Links {
     /// Puts `link` in its peer's slot; returns the link it replaces.
     fn replace(&self, link: Arc<Link>) -> Option<Arc<Link>> {
         let slot = self.slots.get(link.peer as usize)?.as_ref()?;
-        let mut s = slot.write().unwrap_or_else(|p| p.into_inner());
+        let mut s = slot.write_locked();
         Some(std::mem::replace(&mut *s, link))
     }
 }
@@ -125,16 +125,9 @@ fn swap(
     // What this rank signalled over the old link in the running barrier
     // may be lost with it: send it again with the next barrier step (the
     // peer ignores what it already has).
-    let again = state
-        .barrier
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .sent_to(peer);
+    let again = state.barrier.locked().sent_to(peer);
     if !again.is_empty() {
-        let mut unsent = state
-            .barrier_unsent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut unsent = state.barrier_unsent.locked();
         for s in again {
             if !unsent.contains(&s) {
                 unsent.push(s);

@@ -6,6 +6,7 @@
 
 mod handle;
 mod links;
+mod ops;
 mod paths;
 mod region;
 mod rma;
@@ -23,17 +24,15 @@ use crate::peer::link::{self, Link};
 use crate::peer::{RankState, serve};
 use crate::stats::StatsSnapshot;
 use crate::transport::{Endpoint, TransportSettings};
-use crate::window::{Window, Windows, check_fits};
-use bytes::{Bytes, BytesMut};
-use handle::{Check, Finish};
-use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, header::Body};
-use pld_proto::{Dtype, Element, NotifyOp, OpKind};
+use crate::window::{Window, Windows};
+use bytes::BytesMut;
+use handle::Check;
+use pld_proto::lock::Locked;
+use pld_proto::{Dtype, OpKind};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinSet;
-use tracing::Instrument;
 
 /// A window of this rank's cluster, resolved by name with [`Rank::window`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -159,7 +158,7 @@ impl Rank {
             links[p] = Some(link);
         }
         let links = Arc::new(links::Links::new(links));
-        if let Some(rx) = lock(&state.rejoin.rx).take() {
+        if let Some(rx) = state.rejoin.rx.locked().take() {
             tasks.spawn(links::rejoin_loop(
                 state.clone(),
                 endpoint.clone(),
@@ -195,7 +194,7 @@ impl Rank {
             closing.spawn(async move { link.close().await });
         }
         let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
-        let mut readers = std::mem::take(&mut *lock(&self.readers));
+        let mut readers = std::mem::take(&mut *self.readers.locked());
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             while readers.join_next().await.is_some() {}
         })
@@ -204,7 +203,7 @@ impl Rank {
         if let Endpoint::Quic(e) = &self.endpoint {
             let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
         }
-        drop(std::mem::take(&mut *lock(&self.tasks)));
+        drop(std::mem::take(&mut *self.tasks.locked()));
     }
 
     /// This rank's id.
@@ -311,351 +310,6 @@ impl Rank {
             error,
         }
     }
-
-    /// Writes `data` at byte `offset` of `peer`'s window. Returns when the
-    /// data is in the peer's window.
-    pub async fn put(&self, peer: u32, win: WindowId, offset: u64, data: &[u8]) -> Result<()> {
-        self.put_nb(peer, win, offset, data).await?.wait().await
-    }
-
-    /// Non-blocking put: returns once `data` is handed to the transport (the
-    /// buffer may be reused); the handle resolves when the data is in the
-    /// peer's window. Larger than one frame, it travels as several.
-    pub async fn put_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<OpHandle<()>> {
-        let op = OpKind::Put;
-        let w = self.win(op, peer, win)?;
-        w.check_range(offset, data.len() as u64)
-            .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer).await? {
-            Target::Local => return self.local_op(op, peer, w.write(offset, data)),
-            Target::Remote(link) => link,
-        };
-        let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
-        let t = contiguous(Dtype::Int8, offset, data.len() as u64);
-        let plan = ChunkPlan::by_rows(t.shape, link.peer_max_payload as u64);
-        let parts = region::send_chunks(&link, op, win, &t, data, plan, usize::MAX)
-            .instrument(span)
-            .await?;
-        Ok(OpHandle::remote(
-            parts.into(),
-            check(peer, op, None),
-            handle::acked,
-        ))
-    }
-
-    /// Reads `len` bytes at byte `offset` of `peer`'s window.
-    pub async fn get(&self, peer: u32, win: WindowId, offset: u64, len: u64) -> Result<Bytes> {
-        self.get_nb(peer, win, offset, len).await?.wait().await
-    }
-
-    /// Non-blocking get; the handle resolves with the bytes.
-    pub async fn get_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        len: u64,
-    ) -> Result<OpHandle<Bytes>> {
-        let check = check(peer, OpKind::Get, Some(len));
-        match self
-            .get_parts(peer, win, offset, BytesMut::zeroed(len as usize))
-            .await?
-        {
-            Parts::Local(b) => Ok(OpHandle::ready(Ok(b.freeze()))),
-            Parts::Remote(parts) => Ok(OpHandle::remote(parts, check, handle::data)),
-        }
-    }
-
-    /// Non-blocking get into `buf`, all of it: the bytes at `offset` go
-    /// from the socket straight into `buf` (no other copy), and the handle
-    /// gives `buf` back. Reusing buffers, a program gets without allocating.
-    pub async fn get_nb_into(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        buf: BytesMut,
-    ) -> Result<OpHandle<BytesMut>> {
-        let check = check(peer, OpKind::Get, Some(buf.len() as u64));
-        match self.get_parts(peer, win, offset, buf).await? {
-            Parts::Local(b) => Ok(OpHandle::ready(Ok(b))),
-            Parts::Remote(parts) => Ok(OpHandle::remote(parts, check, handle::filled)),
-        }
-    }
-
-    /// Issues a get of `buf.len()` bytes: one request per frame, each with
-    /// its own slice of `buf` to be read into.
-    async fn get_parts(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        mut buf: BytesMut,
-    ) -> Result<Parts> {
-        let op = OpKind::Get;
-        let len = buf.len() as u64;
-        let w = self.win(op, peer, win)?;
-        w.check_range(offset, len).map_err(self.refused(op, peer))?;
-        let link = match self.target(peer).await? {
-            Target::Local => {
-                w.read_into(offset, &mut buf)
-                    .map_err(self.refused(op, peer))?;
-                self.state.stats.local(op);
-                return Ok(Parts::Local(buf));
-            }
-            Target::Remote(link) => link,
-        };
-        let span = tracing::debug_span!("get", peer, window = w.name(), offset, len);
-        async {
-            // Replies come to this rank: split by this rank's own frame limit.
-            let mut parts = Vec::new();
-            for (at, n) in pieces(len as usize, self.state.config.max_payload) {
-                let body = Body::Get(PeerGet {
-                    window: win.0,
-                    offset: offset + at as u64,
-                    len: n as u64,
-                    region: None,
-                });
-                parts.push(link.send_into(body, buf.split_to(n)).await?);
-            }
-            Ok(Parts::Remote(parts))
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// Elementwise `peer_window[offset..] += operands`, atomic per element.
-    /// `operands` holds little-endian elements of `dtype`; `offset` and the
-    /// length must be multiples of the element size.
-    pub async fn atomic_add(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        operands: &[u8],
-    ) -> Result<()> {
-        self.atomic_add_nb(peer, win, offset, dtype, operands)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// [`Rank::atomic_add`] of typed elements.
-    pub async fn atomic_add_elems<T: Element>(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        values: &[T],
-    ) -> Result<()> {
-        let bytes = pld_proto::dtype::to_bytes(values);
-        self.atomic_add(peer, win, offset, T::DTYPE, &bytes).await
-    }
-
-    /// Non-blocking atomic add.
-    pub async fn atomic_add_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        operands: &[u8],
-    ) -> Result<OpHandle<()>> {
-        let op = OpKind::AtomicAdd;
-        let w = self.win(op, peer, win)?;
-        if dtype == Dtype::Unspecified {
-            return Err(self.refused(op, peer)(AccessError::UnknownDtype {
-                value: dtype as i32,
-            }));
-        }
-        w.check_elems(offset, operands.len() as u64, dtype)
-            .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer).await? {
-            Target::Local => return self.local_op(op, peer, w.atomic_add(offset, dtype, operands)),
-            Target::Remote(link) => link,
-        };
-        let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
-        let size = dtype.size() as u64;
-        let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
-        let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
-        let parts = region::send_chunks(&link, op, win, &t, operands, plan, usize::MAX)
-            .instrument(span)
-            .await?;
-        Ok(OpHandle::remote(
-            parts.into(),
-            check(peer, op, None),
-            handle::acked,
-        ))
-    }
-
-    /// Atomically adds `value` to the int32/int64 cell at `offset`; returns
-    /// the previous value.
-    pub async fn fetch_add(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        value: i64,
-    ) -> Result<i64> {
-        self.fetch_add_nb(peer, win, offset, dtype, value)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// Non-blocking fetch_add; the handle resolves with the previous value.
-    pub async fn fetch_add_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        value: i64,
-    ) -> Result<OpHandle<i64>> {
-        let op = OpKind::FetchAdd;
-        let w = self.win(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, value))
-            .map_err(self.refused(op, peer))?;
-        let body = Body::FetchAdd(PeerFetchAdd {
-            window: win.0,
-            offset,
-            dtype: dtype as i32,
-            value,
-        });
-        match self.target(peer).await? {
-            Target::Local => self.local_op(op, peer, w.fetch_add(offset, dtype, value)),
-            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
-        }
-    }
-
-    /// Atomically replaces the int32/int64 cell at `offset` by `desired` if
-    /// it holds `expected`; returns the previous value (equal to `expected`
-    /// exactly when it swapped).
-    pub async fn compare_swap(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        expected: i64,
-        desired: i64,
-    ) -> Result<i64> {
-        self.compare_swap_nb(peer, win, offset, dtype, expected, desired)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// Non-blocking compare_swap.
-    pub async fn compare_swap_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        expected: i64,
-        desired: i64,
-    ) -> Result<OpHandle<i64>> {
-        let op = OpKind::CompareSwap;
-        let w = self.win(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, expected))
-            .and_then(|_| check_fits(op, dtype, desired))
-            .map_err(self.refused(op, peer))?;
-        let body = Body::CompareSwap(PeerCompareSwap {
-            window: win.0,
-            offset,
-            dtype: dtype as i32,
-            expected,
-            desired,
-        });
-        match self.target(peer).await? {
-            Target::Local => {
-                self.local_op(op, peer, w.compare_swap(offset, dtype, expected, desired))
-            }
-            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
-        }
-    }
-
-    /// Sets (`NotifyOp::Set`) or atomically adds to (`NotifyOp::AtomicAdd`)
-    /// the int32 signal cell at `offset` of `peer`'s window.
-    pub async fn notify(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        value: i32,
-        op: NotifyOp,
-    ) -> Result<()> {
-        self.notify_nb(peer, win, offset, value, op)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// Non-blocking notify.
-    pub async fn notify_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        value: i32,
-        notify: NotifyOp,
-    ) -> Result<OpHandle<()>> {
-        let op = OpKind::Notify;
-        let w = self.win(op, peer, win)?;
-        w.check_signal(offset).map_err(self.refused(op, peer))?;
-        if notify == NotifyOp::Unspecified {
-            return Err(self.refused(op, peer)(AccessError::InvalidNotifyOp {
-                value: notify as i32,
-            }));
-        }
-        let body = Body::Notify(PeerNotify {
-            window: win.0,
-            offset,
-            value,
-            op: notify as i32,
-        });
-        match self.target(peer).await? {
-            Target::Local => self.local_op(op, peer, w.notify(offset, notify, value)),
-            Target::Remote(link) => self.single(&link, op, body, handle::acked).await,
-        }
-    }
-
-    async fn single<T>(
-        &self,
-        link: &Arc<Link>,
-        op: OpKind,
-        body: Body,
-        finish: Finish<T>,
-    ) -> Result<OpHandle<T>> {
-        let span = tracing::debug_span!("op", op = op.name(), peer = link.peer);
-        let pending = link.send(op, body, &[]).instrument(span).await?;
-        Ok(OpHandle::remote(
-            vec![pending],
-            check(link.peer, op, None),
-            finish,
-        ))
-    }
-
-    /// Orders this rank's puts, atomics and notifies to `peer`: those issued
-    /// after the fence are applied after those issued before it.
-    ///
-    /// Every link is one ordered stream and the target applies its requests
-    /// in arrival order, so ops to one peer are already applied in issue
-    /// order; `fence` only checks the rank. See `docs/semantics.md`.
-    pub fn fence(&self, peer: u32) -> Result<()> {
-        self.target_now(peer).map(|_| ())
-    }
 }
 
 /// A one-row transfer of `len` elements of `dtype` from the start of the
@@ -684,10 +338,6 @@ fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
         let at = i * max;
         (at, max.min(len - at))
     })
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn check(peer: u32, op: OpKind, len: Option<u64>) -> Check {

@@ -7,6 +7,7 @@
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
 use pld_proto::barrier::{Progress, join};
+use pld_proto::lock::Locked;
 use pld_proto::v1::{PeerGet, header::Body};
 use pld_proto::{Cmp, OpKind};
 use std::time::Duration;
@@ -73,19 +74,14 @@ impl Rank {
         // earlier ops are applied, and nobody leaves before every rank signalled.
         self.quiet_until(deadline, timeout).await?;
         let state = &self.state;
-        let lock = || state.barrier.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = || state.barrier.locked();
         lock().enter(std::time::Instant::now());
         let mut out = Vec::new();
         loop {
             let woken = state.barrier_wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            out.append(
-                &mut state
-                    .barrier_unsent
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()),
-            );
+            out.append(&mut state.barrier_unsent.locked());
             let progress = lock().progress(&mut out);
             for i in 0..out.len() {
                 let s = out[i];
@@ -99,10 +95,7 @@ impl Rank {
                     // leaving would strand the peer that never hears from it.
                     if let Err(e) = link.signal(s.epoch, s.round).await {
                         tracing::warn!(to = s.to, error = %e, "barrier signal not sent");
-                        *state
-                            .barrier_unsent
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = out.drain(i..).collect();
+                        *state.barrier_unsent.locked() = out.drain(i..).collect();
                         return Err(Error::PeerLost {
                             rank: s.to,
                             reason: format!(

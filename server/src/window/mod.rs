@@ -16,52 +16,18 @@
 //! guarantee before any byte moves.
 
 mod atomic;
+mod board;
+
+pub use board::ChangeBoard;
 
 use crate::error::AccessError;
+use pld_proto::lock::Locked;
 use pld_proto::v1::WindowSpec;
 use pld_proto::{Dtype, NotifyOp, OpKind};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::time::Instant;
-
-/// Wakes tasks that `wait` on window cells whenever a window byte may have
-/// changed. Writers pay one atomic load when nobody waits.
-#[derive(Debug, Default)]
-pub struct ChangeBoard {
-    notify: tokio::sync::Notify,
-    waiters: AtomicUsize,
-}
-
-impl ChangeBoard {
-    /// Called after every write to a window.
-    pub fn changed(&self) {
-        if self.waiters.load(Ordering::Acquire) > 0 {
-            self.notify.notify_waiters();
-        }
-    }
-
-    /// Waits until `ready()` holds or `deadline` passes; returns whether it
-    /// held. `ready` is checked after every change and once at the deadline.
-    pub async fn until(&self, deadline: Instant, mut ready: impl FnMut() -> bool) -> bool {
-        self.waiters.fetch_add(1, Ordering::AcqRel);
-        let held = loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if ready() {
-                break true;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                break ready();
-            }
-        };
-        self.waiters.fetch_sub(1, Ordering::AcqRel);
-        held
-    }
-}
 
 /// A region of a window that passed the checks: where its rows are, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,9 +188,7 @@ impl Window {
         while at < range.end {
             let stripe = at / STRIPE;
             let end = range.end.min((stripe + 1) * STRIPE);
-            let _held = self.stripes[stripe]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let _held = self.stripes[stripe].locked();
             f(at..end);
             at = end;
         }
@@ -245,9 +209,7 @@ impl Window {
 
     /// Runs a single-cell atomic under the lock of the cell's stripe.
     fn with_cell<R>(&self, at: usize, f: impl FnOnce(*mut u8) -> R) -> R {
-        let _held = self.stripes[at / STRIPE]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _held = self.stripes[at / STRIPE].locked();
         // The cell is inside the window: the callers checked it.
         f(self.ptr.as_ptr().wrapping_add(at))
     }

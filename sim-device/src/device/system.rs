@@ -1,0 +1,139 @@
+//! The system tier: world size, communication contexts, notify, wait,
+//! test, barrier and quiet.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::tensor::{DistributedTensor, Shape2, check_region};
+use pld_proto::Scalar;
+use pld_proto::{Cmp, Dtype, NotifyOp, Rma};
+
+impl<R: Rma> Device<R> {
+    /// The communication context of a window view (`pld.get_comm_ctx`).
+    ///
+    /// ```no_run
+    /// # async fn f(dev: &pld_sim::Device<pld_server::Rank>) {
+    /// let data = dev.alloc::<f32>("data", "data", [1, 8]).unwrap();
+    /// let ctx = dev.get_comm_ctx(&data);
+    /// assert!(pld_sim::rank(ctx) < pld_sim::nranks(ctx));
+    /// # }
+    /// ```
+    ///
+    /// Taking a `&DistributedTensor` makes a local Tensor a type error:
+    ///
+    /// ```compile_fail
+    /// # async fn f(dev: &pld_sim::Device<pld_server::Rank>) {
+    /// let x = pld_sim::Tensor::<f32>::zeros("x", [1, 8]);
+    /// dev.get_comm_ctx(&x); // a Tensor is not a DistributedTensor
+    /// # }
+    /// ```
+    pub fn get_comm_ctx<T: Scalar>(&self, _dt: &DistributedTensor<T>) -> CommCtx {
+        CommCtx {
+            rank: self.rma.rank(),
+            nranks: self.rma.nranks(),
+        }
+    }
+
+    /// `get_comm_ctx` on an operand of any kind: a local Tensor or a Tile
+    /// is refused with the fix.
+    pub fn get_comm_ctx_of<'a, T: Scalar + 'a>(
+        &self,
+        op: impl Into<Operand<'a, T>>,
+    ) -> Result<CommCtx> {
+        match op.into() {
+            Operand::Distributed(dt) => Ok(self.get_comm_ctx(dt)),
+            Operand::Tensor(t) => Err(Error::NotDistributed {
+                call: "get_comm_ctx",
+                name: t.name.clone(),
+            }),
+            Operand::Tile(_) => Err(Error::NotDistributed {
+                call: "get_comm_ctx",
+                name: "a tile".into(),
+            }),
+        }
+    }
+
+    pub(super) fn signal_offset<T: Scalar>(
+        &self,
+        call: &'static str,
+        signal: &DistributedTensor<T>,
+        at: Shape2,
+    ) -> Result<u64> {
+        if T::DTYPE != Dtype::Int32 {
+            return Err(Error::DtypeMismatch {
+                call,
+                name: signal.name.clone(),
+                expected: Dtype::Int32,
+                found: T::DTYPE,
+                fix: "signal cells are int32: allocate the signal view as DistributedTensor<i32>",
+            });
+        }
+        check_region(call, &signal.name, signal.shape, at, [1, 1])?;
+        Ok(signal.byte_offset(at))
+    }
+
+    /// Sets or atomically adds `value` to `peer`'s int32 cell `at` of
+    /// `signal` (`pld.system.notify`).
+    pub async fn notify<T: Scalar>(
+        &self,
+        signal: &DistributedTensor<T>,
+        peer: u32,
+        at: Shape2,
+        value: i32,
+        op: NotifyOp,
+    ) -> Result<()> {
+        let off = self.signal_offset("notify", signal, at)?;
+        let win = self.win(&signal.window)?;
+        self.rma
+            .notify(peer, win, off, value, op)
+            .await
+            .map_err(self.rma_err())
+    }
+
+    /// Waits until this rank's cell `at` of `signal` satisfies `cmp
+    /// expected` (`pld.system.wait`); fails at the sync timeout naming the
+    /// cell, the expected and the last value seen.
+    pub async fn wait<T: Scalar>(
+        &self,
+        signal: &DistributedTensor<T>,
+        at: Shape2,
+        expected: i32,
+        cmp: Cmp,
+    ) -> Result<i32> {
+        let off = self.signal_offset("wait", signal, at)?;
+        let win = self.win(&signal.window)?;
+        self.rma
+            .wait(win, off, cmp, expected)
+            .await
+            .map_err(|e| Error::Rma {
+                rank: self.rank(),
+                message: format!("wait on '{}'[{}, {}]: {e}", signal.name, at[0], at[1]),
+            })
+    }
+
+    /// Whether this rank's cell satisfies `cmp expected` now.
+    pub async fn test<T: Scalar>(
+        &self,
+        signal: &DistributedTensor<T>,
+        at: Shape2,
+        expected: i32,
+        cmp: Cmp,
+    ) -> Result<bool> {
+        let off = self.signal_offset("test", signal, at)?;
+        let win = self.win(&signal.window)?;
+        self.rma
+            .test(win, off, cmp, expected)
+            .await
+            .map_err(self.rma_err())
+    }
+
+    /// All ranks arrive before any leaves; orders every remote access
+    /// issued before it (`pld.tensor.barrier(signal)`).
+    pub async fn barrier(&self, _signal: &DistributedTensor<i32>) -> Result<()> {
+        self.rma.barrier().await.map_err(self.rma_err())
+    }
+
+    /// Waits for every op this rank issued.
+    pub async fn quiet(&self) -> Result<()> {
+        self.rma.quiet().await.map_err(self.rma_err())
+    }
+}

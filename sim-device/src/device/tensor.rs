@@ -1,0 +1,169 @@
+//! The tensor tier: `remote_store` of a tensor (one message), and the bulk
+//! `put` / `get` that stream in chunks.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::tensor::{DistributedTensor, Shape2, Tensor, check_region, same_shape};
+use pld_proto::Rma;
+use pld_proto::Scalar;
+use pld_proto::dtype::{from_bytes, to_bytes};
+use pld_proto::region::{Layout, Shape, Transfer};
+
+impl<R: Rma> Device<R> {
+    /// The tensor form of `remote_store` (`pld.tensor.remote_store`): the
+    /// value goes from chip to the peer as exactly one put message, with no
+    /// round trip through global memory. For regions larger than on-chip
+    /// memory use [`Device::put`].
+    pub async fn tensor_remote_store<T: Scalar>(
+        &self,
+        src: &Tensor<T>,
+        target: &DistributedTensor<T>,
+        peer: u32,
+        offsets: Shape2,
+        atomic: Atomic,
+    ) -> Result<()> {
+        let bytes = src.data.len() as u64 * T::DTYPE.size() as u64;
+        let capacity = self.chip.profile.capacity();
+        if bytes > capacity {
+            return Err(Error::TooLargeForRemoteStore {
+                call: "tensor.remote_store",
+                bytes,
+                capacity,
+                profile: self.chip.profile.name(),
+            });
+        }
+        self.write_region(
+            "tensor.remote_store",
+            &src.data,
+            src.shape[1],
+            src.shape,
+            target,
+            peer,
+            offsets,
+            atomic,
+        )
+        .await
+    }
+
+    /// `pld.remote_store`: dispatches on the operand, a Tile or a Tensor.
+    pub async fn remote_store<'a, T: Scalar>(
+        &self,
+        src: impl Into<Operand<'a, T>>,
+        target: &DistributedTensor<T>,
+        peer: u32,
+        offsets: Shape2,
+        atomic: Atomic,
+    ) -> Result<()> {
+        match src.into() {
+            Operand::Tile(t) => {
+                self.tile_remote_store(t, target, peer, offsets, atomic)
+                    .await
+            }
+            Operand::Tensor(t) => {
+                self.tensor_remote_store(t, target, peer, offsets, atomic)
+                    .await
+            }
+            Operand::Distributed(d) => Err(Error::Usage(format!(
+                "remote_store: the source '{}' is a window view; load it into a tile first, or move it with put",
+                d.name
+            ))),
+        }
+    }
+
+    /// Bulk put of a region of a local tensor into `peer`'s `dst`
+    /// (`pld.tensor.put`): streams in `chunk_rows × chunk_cols` chunks,
+    /// pipelined on request, so it is not bounded by on-chip memory.
+    pub async fn put<T: Scalar>(
+        &self,
+        dst: &DistributedTensor<T>,
+        peer: u32,
+        src: &Tensor<T>,
+        opts: PutOpts,
+    ) -> Result<()> {
+        let (d, s, shape, chunking) = opts.resolve("put", src.shape)?;
+        check_region("put", &src.name, src.shape, s, shape)?;
+        check_region("put", &dst.name, dst.shape, d, shape)?;
+        let t = Transfer {
+            dtype: T::DTYPE,
+            shape: Shape {
+                rows: shape[0],
+                cols: shape[1],
+            },
+            dst: Layout {
+                offset: dst.elem_offset(d),
+                row_stride: dst.shape[1],
+            },
+            src: Layout {
+                offset: s[0] * src.shape[1] + s[1],
+                row_stride: src.shape[1],
+            },
+        };
+        let bytes = to_bytes(&src.data);
+        let win = self.win(&dst.window)?;
+        let r = match opts.atomic {
+            Atomic::None => self.rma.put_region(peer, win, &t, &bytes, chunking).await,
+            Atomic::Add => {
+                self.rma
+                    .atomic_add_region(peer, win, &t, &bytes, chunking)
+                    .await
+            }
+        };
+        r.map_err(self.rma_err())
+    }
+
+    /// Bulk get of a region of `peer`'s `src` into a local tensor
+    /// (`pld.tensor.get`); `opts.dst_offsets` are in `dst`, `src_offsets`
+    /// in `src`. `atomic` must be None.
+    pub async fn get<T: Scalar>(
+        &self,
+        dst: &mut Tensor<T>,
+        peer: u32,
+        src: &DistributedTensor<T>,
+        opts: PutOpts,
+    ) -> Result<()> {
+        if opts.atomic != Atomic::None {
+            return Err(Error::Usage(
+                "get: atomic applies to stores; get reads plainly".into(),
+            ));
+        }
+        let (d, s, shape, chunking) = opts.resolve("get", src.shape)?;
+        check_region("get", &src.name, src.shape, s, shape)?;
+        check_region("get", &dst.name, dst.shape, d, shape)?;
+        let t = Transfer {
+            dtype: T::DTYPE,
+            shape: Shape {
+                rows: shape[0],
+                cols: shape[1],
+            },
+            src: Layout {
+                offset: src.elem_offset(s),
+                row_stride: src.shape[1],
+            },
+            dst: Layout {
+                offset: d[0] * dst.shape[1] + d[1],
+                row_stride: dst.shape[1],
+            },
+        };
+        let mut bytes = to_bytes(&dst.data);
+        let win = self.win(&src.window)?;
+        self.rma
+            .get_region(peer, win, &t, &mut bytes, chunking)
+            .await
+            .map_err(self.rma_err())?;
+        dst.data = from_bytes(&bytes);
+        Ok(())
+    }
+
+    /// Reads this rank's whole view into a local tensor.
+    pub async fn read_own<T: Scalar>(&self, dt: &DistributedTensor<T>) -> Result<Tensor<T>> {
+        let mut t = Tensor::zeros(&dt.name, dt.shape);
+        let me = self.rank();
+        self.get(&mut t, me, dt, PutOpts::default()).await?;
+        Ok(t)
+    }
+
+    /// Checks that two tensors have one shape (for kernels' own checks).
+    pub fn same_shape(&self, call: &'static str, a: Shape2, b: Shape2) -> Result<()> {
+        same_shape(call, a, b)
+    }
+}
