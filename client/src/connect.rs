@@ -148,6 +148,11 @@ impl Client {
                         "rank {} is still connecting to its peers (not ready)",
                         c.info.rank
                     ),
+                    detail: Some(crate::error::Detail {
+                        reason: "NOT_READY".into(),
+                        metadata: [("rank".to_string(), c.info.rank.to_string())].into(),
+                        field: None,
+                    }),
                 },
                 Err(e) => e,
             };

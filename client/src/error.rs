@@ -9,12 +9,14 @@ pub enum Error {
     /// The daemon could not be reached.
     #[error("cannot reach the pld daemon at {addr}: {reason}")]
     Connect { addr: String, reason: String },
-    /// The daemon answered the call with an error.
+    /// The daemon answered the call with an error. `detail` is what the
+    /// daemon said in structured form (see [`Detail`]), when it said it.
     #[error("{message} [{}] (daemon {addr})", code_name(*.code))]
     Status {
         addr: String,
         code: Code,
         message: String,
+        detail: Option<Detail>,
     },
     /// A window name the cluster does not have.
     #[error("window '{name}' does not exist; the windows are {known}")]
@@ -48,11 +50,68 @@ impl Error {
     }
 
     pub(crate) fn status(addr: &str, s: tonic::Status) -> Error {
+        use tonic_types::StatusExt;
+        let detail = s.get_details_error_info().map(|info| Detail {
+            reason: info.reason,
+            metadata: info.metadata.into_iter().collect(),
+            field: s
+                .get_details_bad_request()
+                .and_then(|b| b.field_violations.into_iter().next())
+                .map(|v| v.field),
+        });
         Error::Status {
             addr: addr.to_string(),
             code: s.code(),
             message: s.message().to_string(),
+            detail,
         }
+    }
+
+    /// The daemon's structured detail of this error, if it sent one.
+    pub fn detail(&self) -> Option<&Detail> {
+        match self {
+            Error::Status { detail, .. } => detail.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The kind of error the daemon reported (`OUT_OF_BOUNDS`,
+    /// `PEER_LOST`, `BARRIER_TIMEOUT`, ...; docs/client.md lists them).
+    pub fn reason(&self) -> Option<&str> {
+        self.detail().map(|d| d.reason.as_str())
+    }
+}
+
+/// What a daemon says about an error in structured form (a
+/// `google.rpc.ErrorInfo` of domain `pld.v1` in the status details): a
+/// stable reason, and the values its message names — `rank`, `op`, `id`,
+/// `window`, `offset`, `epoch`, `round`, `missing`, `expected`, `last`...
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detail {
+    /// The kind of error, UPPER_SNAKE.
+    pub reason: String,
+    /// The values the message names, by key.
+    pub metadata: std::collections::BTreeMap<String, String>,
+    /// For a request the daemon found malformed: the field at fault.
+    pub field: Option<String>,
+}
+
+impl Detail {
+    /// The value of `key`, if the daemon sent it.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.metadata.get(key).map(String::as_str)
+    }
+
+    /// `key` as a number.
+    pub fn number(&self, key: &str) -> Option<u64> {
+        self.get(key)?.parse().ok()
+    }
+
+    /// `key` as a list of ranks (`missing`, `unreachable`).
+    pub fn ranks(&self, key: &str) -> Vec<u32> {
+        self.get(key)
+            .map(|v| v.split(',').filter_map(|r| r.parse().ok()).collect())
+            .unwrap_or_default()
     }
 }
 

@@ -28,7 +28,7 @@ mod stream;
 
 pub use client::{Client, WindowId};
 pub use connect::ClientOptions;
-pub use error::{Error, Result, code_name};
+pub use error::{Detail, Error, Result, code_name};
 pub use pld_proto as proto;
 pub use pld_proto::collective::Algo;
 pub use pld_proto::region::{Chunking, Layout, Shape, Transfer};

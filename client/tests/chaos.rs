@@ -2,6 +2,8 @@
 //! cut off by a network partition. The survivors report the loss, naming
 //! the rank, within their deadlines; a restarted rank rejoins.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, Code};
 use pld_server::TransportKind;
 use pld_tests::{GrpcCluster, both, pattern};

@@ -1,5 +1,7 @@
 //! The `pld` command line against real daemons.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_tests::{GrpcCluster, pattern};
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -2,6 +2,8 @@
 //! both transports, one program running embedded and remote, health and
 //! reflection, and the metrics endpoint.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::Bytes;
 use pld_client::{
     Chunking, Client, ClientOptions, Cmp, Code, Dtype, Layout, NotifyOp, Rma, Shape, Transfer,

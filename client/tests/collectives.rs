@@ -2,6 +2,8 @@
 //! collective through its own daemon, and the daemons run it among
 //! themselves over the peer plane.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Algo, Client, Code, Error, ReduceOp};
 use pld_tests::{GrpcCluster, run};
 use std::time::Duration;

@@ -4,6 +4,8 @@
 //! errors name their own op and print ranks and dtypes as people read
 //! them, and reflection answers in both of its versions.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use bytes::Bytes;
 use common::raw;

@@ -2,6 +2,8 @@
 //! request to real daemons — and after each, the daemon keeps serving and
 //! no window byte changed.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use bytes::Bytes;
 use common::raw;

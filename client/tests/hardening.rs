@@ -5,6 +5,8 @@
 //! budget and are cancelled with a status that says so, TLS is never
 //! silently dropped, and no client's timeout can panic a handler.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, ClientOptions};
 use pld_proto::v1::pld_client::PldClient;
 use pld_proto::v1::{BarrierRequest, Cmp as PbCmp, GetStreamRequest, WaitRequest};

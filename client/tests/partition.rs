@@ -4,6 +4,8 @@
 //! serving. Needs root (CI runs as root); elsewhere it says why it skips,
 //! and under CI=true it fails instead.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_server::TransportKind;
 use pld_tests::netns::Lab;
 use pld_tests::{Daemon, both, daemon_bin, pattern};

@@ -6,6 +6,8 @@
 //! panic, and every daemon's memory stayed within its windows, its buffer
 //! budget and 64 MiB.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, ClientOptions, Dtype, NotifyOp};
 use pld_proto::v1::GetStreamRequest;
 use pld_proto::v1::pld_client::PldClient;

@@ -1,6 +1,8 @@
 //! The client plane over TLS (`pld-daemon --grpc-tls`): clients verify the
 //! daemon against the cluster CA and the name they dial.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, ClientOptions};
 use pld_tests::{GrpcCluster, run, tls_dir};
 use std::process::Command;

@@ -7,6 +7,8 @@
 //!
 //! `PLD_FUZZ_ITERATIONS` overrides the count (CI uses the default).
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::{Bytes, BytesMut};
 use pld_proto::frame::{self, Decoder, MAX_HEADER_LEN, PREAMBLE};
 use pld_proto::handshake;

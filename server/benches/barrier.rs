@@ -6,6 +6,8 @@
 //!
 //! `cargo bench -p pld-server --bench barrier [-- RANKS...]` (default 2 4 8 16)
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_server::transport::{Endpoint, TransportSettings, free_loopback_port};
 use pld_server::{Config, Rank, TransportKind};
 use std::net::SocketAddr;

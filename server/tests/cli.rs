@@ -1,6 +1,8 @@
 //! The `pld-daemon` command line. (This file also makes `cargo test
 //! --workspace` build the binary that the multi-process tests spawn.)
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::process::Command;
 
 fn daemon() -> Command {

@@ -37,7 +37,9 @@ impl Program for Builtin {
 
 fn main() {
     launch::main(|a| {
-        let algo = Algo::parse(&a.mode(&["mesh", "ring"])?).expect("checked");
+        let mode = a.mode(&["mesh", "ring"])?;
+        let algo = Algo::parse(&mode)
+            .ok_or_else(|| pld_sim::Error::Usage(format!("--mode {mode} is not mesh or ring")))?;
         Ok(Builtin { algo })
     });
 }

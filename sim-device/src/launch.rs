@@ -146,11 +146,9 @@ pub trait Program: Send + Sync + 'static {
 /// Deterministic input of rank `rank`: small integers (exact in every
 /// dtype), different on every rank and element.
 pub fn input<T: Scalar>(name: &str, rank: u32, shape: Shape2) -> Tensor<T> {
-    let n = (shape[0] * shape[1]) as usize;
-    let data = (0..n)
-        .map(|i| T::from_f64(((rank as usize * 31 + i * 7) % 23) as f64 - 11.0))
-        .collect();
-    Tensor::new(name, shape, data).expect("shape matches")
+    Tensor::from_fn(name, shape, |i| {
+        T::from_f64(((rank as usize * 31 + i * 7) % 23) as f64 - 11.0)
+    })
 }
 
 /// Parses the command line, runs `make(args)`'s program on every rank,

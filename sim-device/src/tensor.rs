@@ -21,6 +21,17 @@ pub struct Tensor<T> {
 }
 
 impl<T: Scalar> Tensor<T> {
+    /// A tensor whose element `i` (row-major) is `f(i)`: its shape always
+    /// matches its data.
+    pub fn from_fn(name: &str, shape: Shape2, f: impl FnMut(usize) -> T) -> Tensor<T> {
+        let n = (shape[0] * shape[1]) as usize;
+        Tensor {
+            name: name.into(),
+            shape,
+            data: (0..n).map(f).collect(),
+        }
+    }
+
     /// A tensor of `shape` holding `data` (row-major).
     pub fn new(name: &str, shape: Shape2, data: Vec<T>) -> Result<Tensor<T>> {
         if data.len() as u64 != shape[0] * shape[1] {

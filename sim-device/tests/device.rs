@@ -3,6 +3,8 @@
 //! with its message; remote_store is exactly one message; put streams in
 //! chunks; waits and barriers that cannot finish say why.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::MsgKind;
 use pld_server::{Rank, TransportKind};
 use pld_sim::{Atomic, Cmp, Device, Error, NotifyOp, Operand, Profile, PutOpts, Tensor, launch};

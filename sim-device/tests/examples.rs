@@ -5,6 +5,8 @@
 //!
 //! `cargo test` builds the examples; this runs the binaries it built.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_tests::GrpcCluster;
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,6 +2,8 @@
 //! `pld-daemon` processes on free loopback ports, form clusters that mix
 //! embedded [`Rank`]s with daemons, and talk raw frames to a daemon.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 pub mod netns;
 pub mod raw;
 

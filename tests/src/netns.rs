@@ -4,6 +4,8 @@
 //! test cuts a rank off (its bridge port down) while its process runs.
 //! Needs root and iproute2; [`Lab::unavailable`] says why not.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,6 +1,8 @@
 //! A raw peer: speaks frames (or garbage) to a rank directly, without the
 //! rank engine's checks, to test what a daemon does with bad input.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use crate::WINDOWS;
 use bytes::BytesMut;
 use pld_proto::Frame;

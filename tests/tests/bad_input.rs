@@ -1,6 +1,8 @@
 //! Bad input on the peer plane: every case gets an error that says which,
 //! the daemon keeps serving, and no window byte changes.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::Bytes;
 use pld_proto::ErrorCode;
 use pld_proto::frame::{self, PREAMBLE};

@@ -2,6 +2,8 @@
 //! cells. The cells live in a `pld-daemon`, so every update crosses a real
 //! socket and another process applies it.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_server::{Dtype, Rank, TransportKind, WindowId};
 use pld_tests::{Cluster, both};

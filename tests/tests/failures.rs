@@ -6,6 +6,8 @@
 //! frame is applied frame by frame; and `shutdown` delivers the last
 //! barrier signal.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::BytesMut;
 use pld_proto::frame::{Decoder, encode, error_header};
 use pld_proto::v1::{Ack, Header, header::Body};

@@ -2,6 +2,8 @@
 //! any use, a claim is believed only when the certificate names the
 //! claimed rank, and a second live instance of a rank is refused.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::ErrorCode;
 use pld_proto::v1::{Hello, header::Body};
 use pld_server::TransportKind;

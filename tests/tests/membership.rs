@@ -1,5 +1,7 @@
 //! Forming a cluster, refusing strangers, and losing a rank.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_server::{Error, Rank, TransportKind};
 use pld_tests::{Cluster, Daemon, both, loopback_peers, pattern, rank_config};
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! `--progress spin`: the same operations, busy-polled on both sides — and
 //! a rank that went idle (backed off to sleeping) still answers.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::BytesMut;
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_server::{Chunking, Dtype, Layout, Progress, Shape, Transfer, TransportKind};

@@ -3,6 +3,8 @@
 //! that cannot be delivered holds the congestion window until its probe
 //! timeout (25 ms or more), and every op behind it waited that long.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_server::TransportKind;
 use pld_tests::{Cluster, run};
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! checked byte for byte, chunk counts, exact atomic sums, and transfers far
 //! larger than any buffer a rank keeps.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::MsgKind;
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_server::{

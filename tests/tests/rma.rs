@@ -1,6 +1,8 @@
 //! One-sided ops between real ranks over real loopback sockets: embedded
 //! ranks drive the ops, and every cluster has at least one `pld-daemon`.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use half::{bf16, f16};
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_proto::{Element, MsgKind};

@@ -3,6 +3,8 @@
 //! embeds the rank engine as a user's program would); a `pld-daemon` cannot
 //! enter a barrier of its own accord.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::MsgKind;
 use pld_proto::barrier::rounds;
 use pld_server::{Cmp, Error, NotifyOp, Rank, TransportKind};

@@ -2,6 +2,8 @@
 //! cluster CA that names the rank they claim are served; nothing else
 //! changes a window byte.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use bytes::Bytes;
 use pld_proto::v1::{ErrorCode, header::Body};
 use pld_server::tls::{ClusterCa, Identity, TempTlsDir};

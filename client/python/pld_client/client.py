@@ -65,14 +65,58 @@ class PldError(Exception):
 
     ``code`` is the ``grpc.StatusCode``: INVALID_ARGUMENT, OUT_OF_RANGE,
     NOT_FOUND, UNAVAILABLE, DEADLINE_EXCEEDED, UNAUTHENTICATED, ...
-    ``message`` is the daemon's explanation.
+    ``message`` is the daemon's explanation. What the message names comes
+    structured too, from the ``google.rpc.ErrorInfo`` the daemon attaches:
+    ``reason`` (``OUT_OF_BOUNDS``, ``PEER_LOST``, ``BARRIER_TIMEOUT``, ...;
+    docs/client.md lists them) and ``metadata`` (``rank``, ``op``, ``window``,
+    ``offset``, ``epoch``, ``missing``, ...; strings), and ``field`` for a
+    malformed request. They are ``None`` / empty when the daemon sent none.
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str, addr: str = ""):
+    def __init__(self, code: grpc.StatusCode, message: str, addr: str = "",
+                 reason: Optional[str] = None, metadata: Optional[dict] = None,
+                 field: Optional[str] = None):
         super().__init__(f"{message} [{code.name}]" + (f" (daemon {addr})" if addr else ""))
         self.code = code
         self.message = message
         self.addr = addr
+        self.reason = reason
+        self.metadata = dict(metadata or {})
+        self.field = field
+
+    def ranks(self, key: str) -> list:
+        """A metadata entry that lists ranks (``missing``, ``unreachable``)."""
+        return [int(r) for r in self.metadata.get(key, "").split(",") if r]
+
+
+def _details(err: grpc.RpcError):
+    """The reason, metadata and field of a daemon's structured error
+    details (google.rpc.Status in ``grpc-status-details-bin``)."""
+    try:
+        from google.rpc import error_details_pb2, status_pb2
+    except ImportError:  # googleapis-common-protos is a dependency; be safe
+        return None, {}, None
+    raw = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
+    if not raw:
+        return None, {}, None
+    status = status_pb2.Status.FromString(raw)
+    reason, metadata, field = None, {}, None
+    for any_ in status.details:
+        if any_.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            any_.Unpack(info)
+            reason, metadata = info.reason, dict(info.metadata)
+        elif any_.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            any_.Unpack(bad)
+            if bad.field_violations:
+                field = bad.field_violations[0].field
+    return reason, metadata, field
+
+
+def _error(err: grpc.RpcError, addr: str) -> "PldError":
+    reason, metadata, field = _details(err)
+    return PldError(err.code(), err.details() or "", addr, reason, metadata, field)
 
 
 def _wire_dtype(dtype: DtypeLike) -> int:
@@ -177,7 +221,7 @@ class Client:
         try:
             return method(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as e:
-            raise PldError(e.code(), e.details() or "", self.addr) from None
+            raise _error(e, self.addr) from None
 
     def close(self) -> None:
         self._channel.close()
@@ -420,5 +464,5 @@ class Client:
         try:
             parts = [m.data for m in self._stub.GetStream(request, metadata=self._metadata)]
         except grpc.RpcError as e:
-            raise PldError(e.code(), e.details() or "", self.addr) from None
+            raise _error(e, self.addr) from None
         return b"".join(parts)

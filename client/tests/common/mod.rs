@@ -1,5 +1,7 @@
 //! Helpers shared by the client-plane tests.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_proto::v1::pld_client::PldClient;
 use tonic::transport::Channel;
 

@@ -59,8 +59,14 @@ pub enum Error {
     )]
     NoCollectiveWindow { call: &'static str },
     /// A collective needs more scratch than the `collective` window has.
-    #[error("{0}; start the daemons with a larger --window collective=SIZE")]
-    ScratchTooSmall(String),
+    #[error(
+        "{call} needs {needed} bytes of scratch, but the collective scratch has {have}; start the daemons with a larger --window collective=SIZE"
+    )]
+    ScratchTooSmall {
+        call: &'static str,
+        needed: u64,
+        have: u64,
+    },
     /// No or a wrong bearer token.
     #[error(
         "{0}; send the daemon's client token as `authorization: Bearer <token>` metadata (pld-daemon --client-token)"
@@ -142,7 +148,7 @@ impl Error {
             Error::Unauthenticated(_) => Code::Unauthenticated,
             Error::Internal(_) => Code::Internal,
             Error::NoCollectiveWindow { .. } => Code::FailedPrecondition,
-            Error::ScratchTooSmall(_) => Code::ResourceExhausted,
+            Error::ScratchTooSmall { .. } => Code::ResourceExhausted,
         }
     }
 }
@@ -153,14 +159,19 @@ impl From<pld_proto::collective::Error<RankError>> for Error {
         match e {
             C::Rma(e) => Error::Rank(e),
             C::Invalid { call, reason } => Error::InvalidArgument { call, reason },
-            e @ C::ScratchTooSmall { .. } => Error::ScratchTooSmall(e.to_string()),
+            C::ScratchTooSmall { call, needed, have } => {
+                Error::ScratchTooSmall { call, needed, have }
+            }
         }
     }
 }
 
 impl From<Error> for Status {
+    /// The code, the message, and the structured details (an ErrorInfo
+    /// whose reason and metadata clients match on: `grpc/details.rs`).
     fn from(e: Error) -> Status {
-        Status::new(e.code(), e.to_string())
+        use tonic_types::StatusExt;
+        Status::with_error_details(e.code(), e.to_string(), super::details::details(&e))
     }
 }
 

@@ -11,6 +11,7 @@
 mod auth;
 mod budget;
 mod collective;
+mod details;
 pub mod error;
 mod incoming;
 mod metrics;

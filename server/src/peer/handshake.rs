@@ -190,6 +190,61 @@ async fn attempt(
     }
 }
 
+/// Why an accepted connection did not become a link.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AcceptError {
+    /// Nothing arrived in time.
+    #[error("no hello within {0:?}")]
+    NoHello(Duration),
+    /// The stream failed before a Hello.
+    #[error("{0}")]
+    Read(ReadError),
+    /// Not pld's framing.
+    #[error("not a pld frame: {0}")]
+    NotAFrame(pld_proto::FrameError),
+    /// A frame, but not a Hello.
+    #[error("the first frame on a connection must be a hello")]
+    NotAHello,
+    /// A stranger: refused, and nothing held against the rank it claimed.
+    #[error("a peer claiming rank {claimed} from {remote}: {why}")]
+    Stranger {
+        claimed: u32,
+        remote: SocketAddr,
+        why: Refused,
+    },
+    /// A rank of this cluster, proven by its certificate, configured
+    /// differently.
+    #[error("rank {rank} from {remote}: {mismatch}")]
+    Misconfigured {
+        rank: u32,
+        remote: SocketAddr,
+        mismatch: pld_proto::handshake::Mismatch,
+    },
+    /// A second live instance of a known rank.
+    #[error("{0}")]
+    SecondInstance(String),
+    /// Answering the Hello failed.
+    #[error("send hello: {0}")]
+    SendHello(std::io::Error),
+}
+
+impl AcceptError {
+    /// The kind of refusal, for rate-limiting its log lines (the text
+    /// names the remote address, which differs on every connection).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            AcceptError::NoHello(_) => "no hello",
+            AcceptError::Read(_) => "read",
+            AcceptError::NotAFrame(_) => "not a frame",
+            AcceptError::NotAHello => "not a hello",
+            AcceptError::Stranger { .. } => "stranger",
+            AcceptError::Misconfigured { .. } => "misconfigured",
+            AcceptError::SecondInstance(_) => "second instance",
+            AcceptError::SendHello(_) => "send hello",
+        }
+    }
+}
+
 /// How long the accepting side waits for the rank at a peer's configured
 /// address to answer, when a Hello shows that peer under a new epoch.
 const INCUMBENT_PROBE: Duration = Duration::from_secs(2);
@@ -251,7 +306,7 @@ pub(crate) async fn accept(
     state: &RankState,
     endpoint: &Endpoint,
     conn: Connection,
-) -> std::result::Result<Established, String> {
+) -> std::result::Result<Established, AcceptError> {
     let Connection {
         reader,
         mut writer,
@@ -276,17 +331,18 @@ pub(crate) async fn accept(
             Proof::Other
         }
     };
-    let refuse =
-        |code: ErrorCode, msg: String| (error_header(0, code, msg.clone()), msg, Vec::new());
+    let refuse = |code: ErrorCode, msg: String, why: AcceptError| {
+        (error_header(0, code, msg), why, Vec::new())
+    };
     let first = timeout(HELLO_TIMEOUT, reader.next()).await;
     let mut refusal = None;
     let (reply, why, payload) = match first {
-        Err(_) => return Err(format!("no hello within {HELLO_TIMEOUT:?}")),
+        Err(_) => return Err(AcceptError::NoHello(HELLO_TIMEOUT)),
         Ok(Err(ReadError::Frame(e))) => {
             state.stats.frame_error();
-            (e.to_reply(), e.to_string(), Vec::new())
+            (e.to_reply(), AcceptError::NotAFrame(e), Vec::new())
         }
-        Ok(Err(e)) => return Err(e.to_string()),
+        Ok(Err(e)) => return Err(AcceptError::Read(e)),
         Ok(Ok(frame)) => {
             state
                 .stats
@@ -296,7 +352,11 @@ pub(crate) async fn accept(
                     Verdict::Accept
                         if let Some(msg) = second(state, endpoint, &h, remote).await =>
                     {
-                        refuse(ErrorCode::HandshakeRefused, msg)
+                        refuse(
+                            ErrorCode::HandshakeRefused,
+                            msg.clone(),
+                            AcceptError::SecondInstance(msg),
+                        )
                     }
                     Verdict::Accept => {
                         // Before answering: a restarted peer is ready only
@@ -304,7 +364,7 @@ pub(crate) async fn accept(
                         state.peer_joined(&h, true);
                         let n = write_frame(&mut writer, &hello_header(&state.hello_now()), &[])
                             .await
-                            .map_err(|e| format!("send hello: {e}"))?;
+                            .map_err(AcceptError::SendHello)?;
                         state.stats.sent(pld_proto::MsgKind::Hello, n);
                         reader.set_max_payload(state.config.max_payload);
                         return Ok(Established {
@@ -323,16 +383,30 @@ pub(crate) async fn accept(
                                 "claims rank {rank} but its certificate does not name {}",
                                 crate::tls::server_name(rank)
                             ),
+                            AcceptError::Stranger {
+                                claimed: rank,
+                                remote,
+                                why: Refused::NotThatRank { rank },
+                            },
                         )
                     }
                     Verdict::Stranger(Refused::Mismatch(m)) => {
-                        let msg = format!("a peer claiming rank {} from {remote}: {m}", h.rank);
                         let header = error_header(0, ErrorCode::HandshakeRefused, m.to_string());
-                        (header, msg, state.hello.encode_to_vec())
+                        let why = AcceptError::Stranger {
+                            claimed: h.rank,
+                            remote,
+                            why: Refused::Mismatch(m),
+                        };
+                        (header, why, state.hello.encode_to_vec())
                     }
                     Verdict::Stranger(other) => refuse(
                         ErrorCode::HandshakeRefused,
                         format!("a peer from {remote} {other}"),
+                        AcceptError::Stranger {
+                            claimed: h.rank,
+                            remote,
+                            why: other,
+                        },
                     ),
                     Verdict::Misconfigured { rank, mismatch } => {
                         refusal = Some(Refusal {
@@ -345,15 +419,20 @@ pub(crate) async fn accept(
                                 .unwrap_or_default(),
                             mismatch: mismatch.clone(),
                         });
-                        let msg = format!("rank {rank} from {remote}: {mismatch}");
                         let header =
                             error_header(0, ErrorCode::HandshakeRefused, mismatch.to_string());
-                        (header, msg, state.hello.encode_to_vec())
+                        let why = AcceptError::Misconfigured {
+                            rank,
+                            remote,
+                            mismatch,
+                        };
+                        (header, why, state.hello.encode_to_vec())
                     }
                 },
                 _ => refuse(
                     ErrorCode::UnexpectedMessage,
-                    "the first frame on a connection must be a hello".into(),
+                    AcceptError::NotAHello.to_string(),
+                    AcceptError::NotAHello,
                 ),
             }
         }

@@ -66,7 +66,7 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
             match handshake::accept(&state, &endpoint, conn).await {
                 Ok(est) => serve(state, est).await,
                 Err(why) => {
-                    if let Some(more) = refused.admit(&why) {
+                    if let Some(more) = refused.admit(why.kind()) {
                         tracing::warn!(%remote, "refused a peer connection: {why}{more}");
                     }
                 }

@@ -10,6 +10,8 @@
 //! ```
 //! Prints `ok ...` with the counters and exits 0, or prints the error and exits 1.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 use anyhow::{Context, bail};
 use pld_proto::MsgKind;
 use pld_server::config::parse_duration;
