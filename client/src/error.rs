@@ -4,6 +4,8 @@ use tonic::Code;
 
 /// An error of a client call: the daemon's answer (with its gRPC code) or a
 /// problem on this side.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The daemon could not be reached.

@@ -23,6 +23,7 @@ pub enum Algo {
 }
 
 impl Algo {
+    /// The algorithm named `mesh` or `ring`.
     pub fn parse(s: &str) -> Option<Algo> {
         match s {
             "mesh" => Some(Algo::Mesh),
@@ -36,13 +37,17 @@ impl Algo {
 /// offset and size on every rank.
 #[derive(Debug, Clone, Copy)]
 pub struct Scratch<W> {
+    /// The window the scratch area lies in.
     pub window: W,
     /// Byte offset in the window.
     pub base: u64,
+    /// Its size in bytes.
     pub bytes: u64,
 }
 
 /// Why a collective failed.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error<E: std::error::Error + 'static> {
     /// An op of the rank failed.

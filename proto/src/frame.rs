@@ -25,7 +25,9 @@ pub const HANDSHAKE_MAX_PAYLOAD: usize = 64 << 10;
 /// One decoded frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
+    /// What the frame is and how long its payload.
     pub header: Header,
+    /// The frame's body.
     pub payload: Bytes,
 }
 
@@ -38,6 +40,8 @@ impl Frame {
 
 /// Why bytes from a peer are not a frame. Every variant is fatal for the
 /// connection it came from: after it, the stream cannot be resynchronised.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// The connection did not start with [`PREAMBLE`].
@@ -250,17 +254,29 @@ fn describe_bytes(bytes: &[u8]) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(usize)]
 pub enum MsgKind {
+    /// The connection's first frame: who the sender is.
     Hello,
+    /// Write bytes into the target's window.
     Put,
+    /// Read bytes from the target's window.
     Get,
+    /// Add to a window cell, no value back.
     AtomicAdd,
+    /// Add to a window cell and return what it held.
     FetchAdd,
+    /// Swap a window cell if it holds the expected value.
     CompareSwap,
+    /// Set or add to an int32 signal cell.
     Notify,
+    /// A dissemination-barrier round message.
     Barrier,
+    /// An op was applied.
     Ack,
+    /// A get's bytes.
     GetReply,
+    /// The value a fetching atomic found.
     Value,
+    /// The target refused an op.
     Error,
     /// A header without a body.
     Empty,

@@ -15,6 +15,8 @@ pub const DEFAULT_INFLIGHT_BYTES: u64 = 16 << 20;
 pub const MAX_DEFAULT_DEPTH: u64 = 256;
 
 /// Why a transfer's geometry does not hold.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GeometryError {
     /// The transfer has no element type.
@@ -203,7 +205,9 @@ pub fn plan(
 /// in the packed bytes of the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
+    /// The element type.
     pub dtype: Dtype,
+    /// Rows and columns moved.
     pub shape: Shape,
     /// The region in the window, in elements.
     pub window: Layout,

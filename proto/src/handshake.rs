@@ -8,6 +8,8 @@ use crate::v1::{Hello, WindowSpec};
 
 /// What two ranks disagree on. Messages name both ranks, so that the text
 /// reads the same on either side of the connection.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Mismatch {
     /// Different peer-plane protocol versions.
@@ -147,10 +149,17 @@ pub enum Verdict {
     /// Refuse it: its certificate proves it is rank `rank` of this cluster,
     /// and that rank is configured differently (cluster id, protocol
     /// version, windows) — a cluster this rank cannot serve.
-    Misconfigured { rank: u32, mismatch: Mismatch },
+    Misconfigured {
+        /// The rank its certificate proves it is.
+        rank: u32,
+        /// How its configuration differs from this rank's.
+        mismatch: Mismatch,
+    },
 }
 
 /// Why a stranger was refused.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// The claimed rank is outside this cluster (checked before any other

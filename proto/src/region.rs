@@ -9,14 +9,18 @@
 /// both in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Layout {
+    /// The first element.
     pub offset: u64,
+    /// Elements from one row's start to the next's (at least the region's columns).
     pub row_stride: u64,
 }
 
 /// The shape of a region, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Shape {
+    /// Rows.
     pub rows: u64,
+    /// Elements per row.
     pub cols: u64,
 }
 
@@ -28,6 +32,8 @@ impl Shape {
 }
 
 /// Why a region cannot be.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegionError {
     /// Rows would overlap.
@@ -88,8 +94,11 @@ impl Layout {
 /// One chunk of a transfer: a sub-rectangle of the shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chunk {
+    /// The chunk's first row within the shape.
     pub row: u64,
+    /// The chunk's first column within the shape.
     pub col: u64,
+    /// The chunk's rows and columns.
     pub shape: Shape,
 }
 
@@ -180,6 +189,7 @@ pub struct Chunking {
     /// `chunk_rows × chunk_cols`. Without them the region moves in chunks of
     /// whole rows that fill a frame.
     pub chunk_rows: Option<u64>,
+    /// Columns per chunk (see `chunk_rows`).
     pub chunk_cols: Option<u64>,
     /// Keep several chunks in flight (needs both chunk sizes).
     pub pipeline: bool,
@@ -212,9 +222,13 @@ impl Chunking {
 /// `dst` in the peer's window; for a get the other way round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transfer {
+    /// The element type.
     pub dtype: crate::Dtype,
+    /// Rows and columns moved.
     pub shape: Shape,
+    /// Where the region lies at the destination.
     pub dst: Layout,
+    /// Where the region lies at the source.
     pub src: Layout,
 }
 

@@ -17,9 +17,19 @@ pub enum Answer {
     /// A fetch_add or compare_swap was applied; the cell held this before.
     Value(i64),
     /// The target refused the op; its window did not change.
-    Refused { code: ErrorCode, message: String },
+    Refused {
+        /// Why, as a code.
+        code: ErrorCode,
+        /// Why, in words.
+        message: String,
+    },
     /// A reply that does not answer an op of this kind.
-    Mismatch { op: OpKind, got: &'static str },
+    Mismatch {
+        /// The op that was waiting.
+        op: OpKind,
+        /// What arrived instead.
+        got: &'static str,
+    },
 }
 
 /// Matches the body of a reply to op `op`.

@@ -9,7 +9,9 @@ use half::{bf16, f16};
 /// even for fp16/bf16, wrapping for integers), which is exact for every
 /// integer type but int64 beyond 2^53.
 pub trait Scalar: Element + PartialOrd + Default {
+    /// The value as `f64` (exact for every type but int64 beyond 2^53).
     fn to_f64(self) -> f64;
+    /// The nearest value of this type.
     fn from_f64(v: f64) -> Self;
     /// `self + other`.
     fn add(self, other: Self) -> Self {
@@ -80,9 +82,13 @@ impl Scalar for bf16 {
 /// How a reduction combines two values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReduceOp {
+    /// Add.
     Sum,
+    /// Keep the larger.
     Max,
+    /// Keep the smaller.
     Min,
+    /// Multiply.
     Prod,
 }
 

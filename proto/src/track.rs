@@ -13,11 +13,17 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(usize)]
 pub enum OpKind {
+    /// `put`.
     Put,
+    /// `get`.
     Get,
+    /// `atomic_add`.
     AtomicAdd,
+    /// `fetch_add`.
     FetchAdd,
+    /// `compare_swap`.
     CompareSwap,
+    /// `notify`: set or add to a signal cell.
     Notify,
 }
 
@@ -54,9 +60,13 @@ impl std::fmt::Display for OpKind {
 /// One outstanding operation and whatever its issuer waits on (`T`).
 #[derive(Debug)]
 pub struct Outstanding<T> {
+    /// The op's id on its connection.
     pub id: u64,
+    /// What the op is.
     pub kind: OpKind,
+    /// When it was issued.
     pub issued_at: Instant,
+    /// What its issuer waits on.
     pub waiter: T,
 }
 

@@ -47,7 +47,10 @@ pub enum Progress {
     Sleep,
     /// Busy-poll the transport while there was traffic within `idle`, then
     /// back off to sleeping until the next byte.
-    Spin { idle: Duration },
+    Spin {
+        /// How long after the last traffic to keep polling.
+        idle: Duration,
+    },
 }
 
 impl Progress {
@@ -82,7 +85,9 @@ impl fmt::Display for Progress {
 /// One window: a name and a size in bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowConfig {
+    /// The name clients address it by.
     pub name: String,
+    /// Its size in bytes.
     pub size: u64,
 }
 
@@ -140,7 +145,9 @@ pub struct Config {
     pub peers: Vec<String>,
     /// Where to listen; defaults to this rank's own entry in `peers`.
     pub listen: Option<String>,
+    /// The peer-plane transport.
     pub transport: TransportKind,
+    /// The windows this rank owns, the same on every rank.
     pub windows: Vec<WindowConfig>,
     /// Ranks of different clusters refuse each other.
     pub cluster_id: String,

@@ -8,6 +8,8 @@ use std::time::Duration;
 /// Why an access to a window was refused. Produced by the same checks on the
 /// origin (before anything is sent) and on the target (before any byte of the
 /// window changes).
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AccessError {
     /// The range does not lie inside the window.
@@ -94,6 +96,8 @@ impl AccessError {
 }
 
 /// Everything a [`crate::Rank`] operation or its startup can fail with.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The configuration cannot form a rank.

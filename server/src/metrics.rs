@@ -20,8 +20,11 @@ use tokio::net::TcpListener;
 /// client plane's figures if it runs.
 #[derive(Debug, Default)]
 pub struct Sources {
+    /// This rank's id, known before the mesh is up.
     pub rank_id: u32,
+    /// The rank, once the mesh is up.
     pub rank: OnceLock<Arc<Rank>>,
+    /// The client plane's figures, when it runs.
     pub grpc: Option<Arc<GrpcMetrics>>,
 }
 

@@ -70,6 +70,7 @@ impl Histogram {
 pub struct HistogramSnapshot {
     /// Per bucket (not cumulative), the last one above every bound.
     pub buckets: Vec<u64>,
+    /// The sum of every sample, in nanoseconds.
     pub sum_ns: u64,
 }
 

@@ -4,6 +4,8 @@
 use pld_proto::Dtype;
 
 /// Why a kernel's call failed.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A local Tensor was passed where a DistributedTensor (a window view)

@@ -79,6 +79,7 @@ impl Args {
 pub struct Check {
     /// The largest absolute difference, and where: (element, got, want).
     pub worst: Option<(usize, f64, f64)>,
+    /// The largest absolute difference (NaN if any value is NaN).
     pub max_diff: f64,
     /// What counts as equal.
     pub tol: f64,
@@ -125,6 +126,7 @@ impl Check {
         }
     }
 
+    /// Whether the difference exceeds the tolerance (or is NaN).
     pub fn failed(&self) -> bool {
         self.max_diff.is_nan() || self.max_diff > self.tol
     }

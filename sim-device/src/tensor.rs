@@ -57,15 +57,19 @@ impl<T: Scalar> Tensor<T> {
         }
     }
 
+    /// The tensor's name.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// Its `[rows, cols]`.
     pub fn shape(&self) -> Shape2 {
         self.shape
     }
+    /// The elements, row-major.
     pub fn data(&self) -> &[T] {
         &self.data
     }
+    /// The elements, row-major, to write.
     pub fn data_mut(&mut self) -> &mut [T] {
         &mut self.data
     }
@@ -151,12 +155,15 @@ pub struct DistributedTensor<T> {
 }
 
 impl<T: Scalar> DistributedTensor<T> {
+    /// The tensor's name.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// The window it lies in.
     pub fn window(&self) -> &str {
         &self.window
     }
+    /// Its `[rows, cols]`.
     pub fn shape(&self) -> Shape2 {
         self.shape
     }
@@ -208,6 +215,7 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The profile named `a2a3sim` or `a5sim`.
     pub fn parse(s: &str) -> Option<Profile> {
         match s {
             "a2a3sim" => Some(Profile::A2a3sim),
@@ -215,6 +223,7 @@ impl Profile {
             _ => None,
         }
     }
+    /// The profile's name.
     pub fn name(self) -> &'static str {
         match self {
             Profile::A2a3sim => "a2a3sim",
@@ -301,12 +310,15 @@ impl<T: Scalar> Tile<T> {
         })
     }
 
+    /// The tile's allocated `[rows, cols]`.
     pub fn shape(&self) -> Shape2 {
         self.shape
     }
+    /// The `[rows, cols]` that hold data.
     pub fn valid_shape(&self) -> Shape2 {
         self.valid
     }
+    /// The elements, row-major over the allocated shape.
     pub fn data(&self) -> &[T] {
         &self.data
     }

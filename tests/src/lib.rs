@@ -116,6 +116,7 @@ pub fn loopback_peers(n: usize) -> Vec<String> {
 /// A `pld-daemon` child process; killed when dropped.
 #[derive(Debug)]
 pub struct Daemon {
+    /// The rank it runs.
     pub rank: u32,
     child: Child,
     stdout: std::sync::Mutex<mpsc::Receiver<String>>,
@@ -374,10 +375,13 @@ pub fn rank_config(rank: u32, peers: &[String], transport: TransportKind) -> Con
 /// A cluster of embedded ranks (driven by the test) and daemons.
 #[derive(Debug)]
 pub struct Cluster {
+    /// `HOST:PORT` of every rank's peer plane.
     pub peers: Vec<String>,
     /// Embedded ranks, by rank id (`None` where a daemon runs).
     pub ranks: Vec<Option<Rank>>,
+    /// The daemon processes.
     pub daemons: Vec<Daemon>,
+    /// The peer-plane transport.
     pub transport: TransportKind,
 }
 
@@ -487,7 +491,9 @@ impl Cluster {
 /// Daemons that serve the gRPC client plane, each on a free loopback port.
 #[derive(Debug)]
 pub struct GrpcCluster {
+    /// The peer-plane transport.
     pub transport: TransportKind,
+    /// `HOST:PORT` of every rank's peer plane.
     pub peers: Vec<String>,
     /// The gRPC `HOST:PORT` of each rank.
     pub grpc: Vec<String>,

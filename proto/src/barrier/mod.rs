@@ -22,8 +22,11 @@ use std::time::Instant;
 /// A barrier message to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Signal {
+    /// The rank to send it to.
     pub to: u32,
+    /// The barrier's epoch.
     pub epoch: u64,
+    /// The round it belongs to (0-based).
     pub round: u32,
 }
 
@@ -33,7 +36,10 @@ pub enum Progress {
     /// No barrier is running.
     Idle,
     /// Every rank has arrived at `epoch`; this rank may leave.
-    Done { epoch: u64 },
+    Done {
+        /// The epoch that completed.
+        epoch: u64,
+    },
     /// Waiting for a message.
     Waiting(Missing),
 }
@@ -41,15 +47,19 @@ pub enum Progress {
 /// What a waiting barrier misses: the material of the diagnostic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
+    /// This rank.
     pub rank: u32,
+    /// The barrier's epoch.
     pub epoch: u64,
     /// The round whose message has not arrived (0-based).
     pub round: u32,
+    /// How many rounds the barrier takes: ⌈log2 N⌉.
     pub rounds: u32,
     /// The rank that must send this round's message.
     pub waiting_for: u32,
     /// Ranks whose arrival this rank has not heard of, even indirectly.
     pub not_heard_from: Vec<u32>,
+    /// When this rank entered the barrier.
     pub entered_at: Instant,
 }
 
@@ -84,6 +94,8 @@ pub fn join(ranks: &[u32]) -> String {
 
 /// A barrier message that cannot be right. The message is ignored; the
 /// barrier's state does not change.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BarrierError {
     /// A round beyond the last.

@@ -8,6 +8,8 @@ use tonic::{Code, Status};
 
 /// Everything a gRPC call can fail with: the rank's own errors, and what is
 /// wrong with the request itself.
+// The fields of each variant are the values its message names.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The rank refused or failed the op.

@@ -39,17 +39,21 @@ pub const MAX_MESSAGE_DATA_RANGE: std::ops::RangeInclusive<usize> = 4096..=(256 
 /// How long a new connection may take for its TLS handshake and HTTP/2
 /// preface, by default; and the range the flag may take.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The range `--grpc-handshake-timeout` may take.
 pub const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(100)..=Duration::from_secs(300);
 /// Concurrent client connections, by default; and the flag's range.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// The range `--grpc-max-connections` may take.
 pub const MAX_CONNECTIONS_RANGE: std::ops::RangeInclusive<usize> = 1..=65_536;
 /// Bytes the client plane may buffer in all, by default; and the range.
 pub const DEFAULT_BUFFER_BUDGET: usize = 256 << 20;
+/// The range `--grpc-buffer-budget` may take.
 pub const BUFFER_BUDGET_RANGE: std::ops::RangeInclusive<usize> = (4 << 20)..=(1 << 40);
 /// How long a stream's client may take nothing before the stream is
 /// cancelled, by default; and the range.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// The range `--grpc-stall-timeout` may take.
 pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_secs(1)..=Duration::from_secs(3600);
 /// What a message may hold beyond its data (field tags, names, regions).
@@ -58,6 +62,7 @@ const MESSAGE_OVERHEAD: usize = 64 << 10;
 /// How the client plane is served.
 #[derive(Debug, Clone)]
 pub struct GrpcOptions {
+    /// Where to listen.
     pub addr: SocketAddr,
     /// The bearer token every `Pld` call must carry; `None` allows only a
     /// loopback address.
@@ -83,7 +88,9 @@ pub struct GrpcOptions {
 /// The client plane's TLS identity, PEM.
 #[derive(Clone)]
 pub struct GrpcTls {
+    /// The certificate chain.
     pub cert_pem: Vec<u8>,
+    /// The private key.
     pub key_pem: Vec<u8>,
 }
 

@@ -152,7 +152,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             Ok(p) => p,
             Err(e) => break e.to_string(),
         };
-        if let Some((window, rows)) = apply(
+        if let Some((window, rows)) = serve_request(
             &state,
             &peer,
             header,
@@ -212,10 +212,10 @@ enum Outcome {
     Value(i64),
 }
 
-/// Applies one request and appends its reply to `out`. A large get reply
+/// Serves one request: applies it and appends its reply to `out`. A large get reply
 /// whose rows the writer can send straight from the window gets only its
 /// header appended; the rows are returned for the caller to write.
-fn apply(
+fn serve_request(
     state: &RankState,
     peer: &Hello,
     header: Header,
@@ -254,7 +254,7 @@ fn apply(
         );
         return None;
     };
-    let Some((op, outcome)) = execute(state, peer, body, payload) else {
+    let Some((op, outcome)) = classify_and_apply(state, peer, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
         reply_error(state, out, id, ErrorCode::UnexpectedMessage, msg);
         return None;
@@ -302,8 +302,9 @@ fn put_rows<'s>(
     Ok((w, rows))
 }
 
-/// Runs a request; `None` if the body is not a request at all.
-fn execute(
+/// The op a request body asks for and its outcome; `None` if the body is
+/// not a request at all.
+fn classify_and_apply(
     state: &RankState,
     peer: &Hello,
     body: Body,
@@ -318,10 +319,11 @@ fn execute(
         Body::Notify(_) => OpKind::Notify,
         _ => return None,
     };
-    Some((op, run(state, peer, body, payload)))
+    Some((op, apply_to_window(state, peer, body, payload)))
 }
 
-fn run(
+/// Applies one request to this rank's windows.
+fn apply_to_window(
     state: &RankState,
     peer: &Hello,
     body: Body,

@@ -251,10 +251,12 @@ impl Rank {
     /// This rank's own copy of a window, for local loads and stores
     /// (staging data before a barrier, reading what peers put).
     pub fn local(&self, win: WindowId) -> Result<&Window> {
-        self.win(OpKind::Get, self.rank(), win)
+        self.window_for(OpKind::Get, self.rank(), win)
     }
 
-    fn win(&self, op: OpKind, peer: u32, win: WindowId) -> Result<&Window> {
+    /// This rank's copy of window `win`, or the error that names `op` and
+    /// `peer` (the window ids are the same on every rank).
+    fn window_for(&self, op: OpKind, peer: u32, win: WindowId) -> Result<&Window> {
         self.state
             .windows
             .get(win.0)

@@ -32,7 +32,7 @@ impl Rank {
         data: &[u8],
     ) -> Result<OpHandle<()>> {
         let op = OpKind::Put;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         let link = match self.target(peer).await? {
@@ -103,7 +103,7 @@ impl Rank {
     ) -> Result<Parts> {
         let op = OpKind::Get;
         let len = buf.len() as u64;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         w.check_range(offset, len).map_err(self.refused(op, peer))?;
         let link = match self.target(peer).await? {
             Target::Local => {
@@ -172,7 +172,7 @@ impl Rank {
         operands: &[u8],
     ) -> Result<OpHandle<()>> {
         let op = OpKind::AtomicAdd;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         if dtype == Dtype::Unspecified {
             return Err(self.refused(op, peer)(AccessError::UnknownDtype {
                 value: dtype as i32,
@@ -224,7 +224,7 @@ impl Rank {
         value: i64,
     ) -> Result<OpHandle<i64>> {
         let op = OpKind::FetchAdd;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         w.check_cell(op, offset, dtype)
             .and_then(|_| check_fits(op, dtype, value))
             .map_err(self.refused(op, peer))?;
@@ -269,7 +269,7 @@ impl Rank {
         desired: i64,
     ) -> Result<OpHandle<i64>> {
         let op = OpKind::CompareSwap;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         w.check_cell(op, offset, dtype)
             .and_then(|_| check_fits(op, dtype, expected))
             .and_then(|_| check_fits(op, dtype, desired))
@@ -315,7 +315,7 @@ impl Rank {
         notify: NotifyOp,
     ) -> Result<OpHandle<()>> {
         let op = OpKind::Notify;
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         w.check_signal(offset).map_err(self.refused(op, peer))?;
         if notify == NotifyOp::Unspecified {
             return Err(self.refused(op, peer)(AccessError::InvalidNotifyOp {

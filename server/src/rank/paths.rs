@@ -21,6 +21,7 @@ pub struct QuicPath {
     /// MTU probes sent, and those declared lost: a lost probe holds the
     /// window until its probe timeout fires.
     pub sent_mtu_probes: u64,
+    /// MTU probes declared lost.
     pub lost_mtu_probes: u64,
 }
 

@@ -83,7 +83,7 @@ impl Rank {
         t: &Transfer,
         chunking: &Chunking,
     ) -> Result<(&crate::window::Window, ChunkPlan, usize)> {
-        let w = self.win(op, peer, win)?;
+        let w = self.window_for(op, peer, win)?;
         let elem = t.dtype.size() as u64;
         let at = if op == OpKind::Get { t.src } else { t.dst };
         let region = Region {

@@ -35,7 +35,9 @@ impl std::fmt::Debug for ClusterCa {
 /// One rank's certificate and private key, PEM-encoded.
 #[derive(Clone)]
 pub struct RankCert {
+    /// The certificate, PEM.
     pub cert_pem: String,
+    /// Its private key, PEM.
     pub key_pem: String,
 }
 

@@ -58,7 +58,9 @@ pub fn free_loopback_port() -> io::Result<u16> {
 /// moves the bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Raw {
+    /// The first byte.
     pub ptr: *mut u8,
+    /// How many bytes.
     pub len: usize,
 }
 
@@ -198,18 +200,26 @@ impl PeerWriter {
 /// The receiving half of a peer connection.
 #[derive(Debug)]
 pub enum PeerReader {
+    /// Plain TCP on the tokio reactor.
     Tcp(tokio::net::tcp::OwnedReadHalf),
+    /// Plain TCP, busy-polled.
     Spin(std::sync::Arc<SpinTcp>),
+    /// A QUIC stream.
     Quic(quinn::RecvStream),
+    /// TCP with TLS.
     Tls(Box<tls_tcp::TlsReader>),
 }
 
 /// The sending half of a peer connection.
 #[derive(Debug)]
 pub enum PeerWriter {
+    /// Plain TCP on the tokio reactor.
     Tcp(tokio::net::tcp::OwnedWriteHalf),
+    /// Plain TCP, busy-polled.
     Spin(std::sync::Arc<SpinTcp>),
+    /// A QUIC stream.
     Quic(quinn::SendStream),
+    /// TCP with TLS.
     Tls(tls_tcp::TlsWriter),
 }
 
@@ -275,8 +285,11 @@ impl AsyncWrite for PeerWriter {
 /// One established peer connection.
 #[derive(Debug)]
 pub struct Connection {
+    /// Where frames arrive.
     pub reader: PeerReader,
+    /// Where frames go.
     pub writer: PeerWriter,
+    /// The peer's address.
     pub remote: SocketAddr,
     /// Keeps the QUIC connection open and lets its owner close it.
     pub quic: Option<quinn::Connection>,
@@ -297,7 +310,9 @@ impl Connection {
 /// A bound peer-plane endpoint: accepts peers and dials them.
 #[derive(Debug, Clone)]
 pub enum Endpoint {
+    /// A TCP listener and how its connections are made.
     Tcp(std::sync::Arc<tokio::net::TcpListener>, tcp::TcpOpts),
+    /// A QUIC endpoint (accepts and dials).
     Quic(quinn::Endpoint),
 }
 
@@ -306,7 +321,9 @@ pub enum Endpoint {
 /// peer from holding up the others.
 #[derive(Debug)]
 pub enum Incoming {
+    /// An accepted TCP socket, its peer address and the endpoint's options.
     Tcp(tokio::net::TcpStream, SocketAddr, tcp::TcpOpts),
+    /// A QUIC connection attempt.
     Quic(Box<quinn::Incoming>),
 }
 

@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 /// How a TCP endpoint makes connections: its progress mode and TLS.
 #[derive(Clone)]
 pub struct TcpOpts {
+    /// Sleep on the reactor or busy-poll.
     pub progress: Progress,
     tls: Option<(tokio_rustls::TlsAcceptor, tokio_rustls::TlsConnector)>,
 }

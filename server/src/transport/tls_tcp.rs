@@ -12,7 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf, ReadHalf, WriteHal
 /// A connected TCP socket in either progress mode.
 #[derive(Debug)]
 pub enum TcpIo {
+    /// On the tokio reactor.
     Tokio(tokio::net::TcpStream),
+    /// Busy-polled.
     Spin(Arc<SpinTcp>),
 }
 
@@ -89,6 +91,7 @@ pub struct TlsReader {
 }
 
 impl TlsReader {
+    /// A reader over the TLS stream's receiving half.
     pub fn new(io: ReadHalf<Tls>) -> Self {
         TlsReader {
             io,
@@ -96,6 +99,7 @@ impl TlsReader {
         }
     }
 
+    /// Reads up to `dst.len` decrypted bytes into `dst`; 0 at end of stream.
     pub async fn read_raw(&mut self, dst: super::Raw) -> io::Result<usize> {
         let n = dst.len.min(self.scratch.len());
         let k = match self.io.read(&mut self.scratch[..n]).await {

@@ -39,7 +39,9 @@ pub enum Atomic {
 /// The communication context of a window (`pld.get_comm_ctx`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommCtx {
+    /// This rank.
     pub rank: u32,
+    /// How many ranks share the window.
     pub nranks: u32,
 }
 
@@ -57,8 +59,11 @@ pub fn nranks(ctx: CommCtx) -> u32 {
 /// short `remote_store`, and `get_comm_ctx` as a dynamic language sees it).
 #[derive(Debug)]
 pub enum Operand<'a, T> {
+    /// A local tensor.
     Tensor(&'a Tensor<T>),
+    /// A window view.
     Distributed(&'a DistributedTensor<T>),
+    /// An on-chip tile.
     Tile(&'a Tile<T>),
 }
 
@@ -81,7 +86,9 @@ impl<'a, T> From<&'a Tile<T>> for Operand<'a, T> {
 /// Where `load` reads from: a local tensor or this rank's window view.
 #[derive(Debug)]
 pub enum Src<'a, T> {
+    /// A local tensor.
     Tensor(&'a Tensor<T>),
+    /// This rank's view of a window.
     Window(&'a DistributedTensor<T>),
 }
 impl<'a, T> From<&'a Tensor<T>> for Src<'a, T> {
@@ -98,7 +105,9 @@ impl<'a, T> From<&'a DistributedTensor<T>> for Src<'a, T> {
 /// Where `store` writes to: a local tensor or this rank's window view.
 #[derive(Debug)]
 pub enum Dst<'a, T> {
+    /// A local tensor.
     Tensor(&'a mut Tensor<T>),
+    /// This rank's view of a window.
     Window(&'a DistributedTensor<T>),
 }
 impl<'a, T> From<&'a mut Tensor<T>> for Dst<'a, T> {
@@ -117,12 +126,19 @@ impl<'a, T> From<&'a DistributedTensor<T>> for Dst<'a, T> {
 /// `pipeline` needs both chunk sizes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PutOpts {
+    /// Where the region starts in the destination, `[row, col]`.
     pub dst_offsets: Option<Shape2>,
+    /// Where the region starts in the source, `[row, col]`.
     pub src_offsets: Option<Shape2>,
+    /// The region's `[rows, cols]`.
     pub shape: Option<Shape2>,
+    /// Whether a put adds into the destination instead of overwriting.
     pub atomic: Atomic,
+    /// Rows per chunk.
     pub chunk_rows: Option<u64>,
+    /// Columns per chunk.
     pub chunk_cols: Option<u64>,
+    /// Keep several chunks in flight.
     pub pipeline: bool,
 }
 
@@ -210,6 +226,7 @@ impl<R: Rma> Device<R> {
     pub fn rma(&self) -> &R {
         &self.rma
     }
+    /// The chip profile this device simulates.
     pub fn profile(&self) -> Profile {
         self.chip.profile
     }
@@ -233,7 +250,7 @@ impl<R: Rma> Device<R> {
         }
     }
 
-    fn win(&self, dt_window: &str) -> Result<R::Window> {
+    fn window_id(&self, dt_window: &str) -> Result<R::Window> {
         self.rma.window(dt_window).map_err(self.rma_err())
     }
 }

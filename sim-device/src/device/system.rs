@@ -82,7 +82,7 @@ impl<R: Rma> Device<R> {
         op: NotifyOp,
     ) -> Result<()> {
         let off = self.signal_offset("notify", signal, at)?;
-        let win = self.win(&signal.window)?;
+        let win = self.window_id(&signal.window)?;
         self.rma
             .notify(peer, win, off, value, op)
             .await
@@ -100,7 +100,7 @@ impl<R: Rma> Device<R> {
         cmp: Cmp,
     ) -> Result<i32> {
         let off = self.signal_offset("wait", signal, at)?;
-        let win = self.win(&signal.window)?;
+        let win = self.window_id(&signal.window)?;
         self.rma
             .wait(win, off, cmp, expected)
             .await
@@ -119,7 +119,7 @@ impl<R: Rma> Device<R> {
         cmp: Cmp,
     ) -> Result<bool> {
         let off = self.signal_offset("test", signal, at)?;
-        let win = self.win(&signal.window)?;
+        let win = self.window_id(&signal.window)?;
         self.rma
             .test(win, off, cmp, expected)
             .await

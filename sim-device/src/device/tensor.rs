@@ -99,7 +99,7 @@ impl<R: Rma> Device<R> {
             },
         };
         let bytes = to_bytes(&src.data);
-        let win = self.win(&dst.window)?;
+        let win = self.window_id(&dst.window)?;
         let r = match opts.atomic {
             Atomic::None => self.rma.put_region(peer, win, &t, &bytes, chunking).await,
             Atomic::Add => {
@@ -145,7 +145,7 @@ impl<R: Rma> Device<R> {
             },
         };
         let mut bytes = to_bytes(&dst.data);
-        let win = self.win(&src.window)?;
+        let win = self.window_id(&src.window)?;
         self.rma
             .get_region(peer, win, &t, &mut bytes, chunking)
             .await

@@ -101,7 +101,7 @@ impl<R: Rma> Device<R> {
             },
         };
         let mut buf = vec![0u8; tile.data.len() * T::DTYPE.size()];
-        let win = self.win(&dt.window)?;
+        let win = self.window_id(&dt.window)?;
         self.rma
             .get_region(peer, win, &t, &mut buf, Chunking::default())
             .await
@@ -142,7 +142,7 @@ impl<R: Rma> Device<R> {
             },
         };
         let bytes = to_bytes(data);
-        let win = self.win(&dt.window)?;
+        let win = self.window_id(&dt.window)?;
         let r = match atomic {
             Atomic::None => {
                 self.rma
