@@ -1,7 +1,7 @@
 //! Configuration of one rank, and the parsers for sizes and durations that
 //! the daemon's flags share.
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Result};
 use crate::tls::Security;
 use pld_proto::frame::DEFAULT_MAX_PAYLOAD;
 use std::fmt;
@@ -205,77 +205,78 @@ impl Config {
 
     /// Checks what can be checked without the network.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: String| Err(Error::Config(m));
+        use ConfigError as E;
+        let nranks = self.nranks();
         if self.peers.is_empty() {
-            return bad("the peer list is empty; give every rank's HOST:PORT in rank order".into());
+            return Err(E::NoPeers.into());
         }
-        if self.rank >= self.nranks() {
-            return bad(format!(
-                "rank {} is not in the peer list of {} ranks (0 to {})",
-                self.rank,
-                self.nranks(),
-                self.nranks() - 1
-            ));
+        if self.rank >= nranks {
+            let rank = self.rank;
+            return Err(E::RankNotInPeers { rank, nranks }.into());
         }
-        for (i, p) in self.peers.iter().enumerate() {
-            if split_host_port(p).is_none() {
-                return bad(format!("peer {i} '{p}' is not HOST:PORT"));
-            }
+        if let Some((index, peer)) =
+            (self.peers.iter().enumerate()).find(|(_, p)| split_host_port(p).is_none())
+        {
+            let peer = peer.clone();
+            return Err(E::BadPeer { index, peer }.into());
         }
         if self.windows.is_empty() {
-            return bad("at least one window is needed".into());
+            return Err(E::NoWindows.into());
         }
         let mut names: Vec<&str> = self.windows.iter().map(|w| w.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return bad(format!("window '{}' is given twice", w[0]));
+            let name = w[0].to_string();
+            return Err(E::DuplicateWindow { name }.into());
         }
         if let Some(w) = self.windows.iter().find(|w| w.size == 0) {
-            return bad(format!("window '{}' has size 0", w.name));
+            let name = w.name.clone();
+            return Err(E::EmptyWindow { name }.into());
         }
         match &self.security {
             Security::Unset => return Err(crate::tls::unset()),
             Security::Tls(id) if id.rank() != self.rank => {
-                return bad(format!(
-                    "the TLS identity is rank {}'s, but this is rank {}",
-                    id.rank(),
-                    self.rank
-                ));
+                let (identity, rank) = (id.rank(), self.rank);
+                return Err(E::IdentityOfOtherRank { identity, rank }.into());
             }
             _ => {}
         }
         if self.cluster_id.is_empty() {
-            return bad("the cluster id is empty".into());
+            return Err(E::EmptyClusterId.into());
         }
+        let out_of_range = |what, flag, got: String, range: &str| {
+            let range = range.to_string();
+            Err(E::OutOfRange {
+                what,
+                flag,
+                got,
+                range,
+            }
+            .into())
+        };
         for (what, flag, d) in [
-            ("connect timeout", "connect-timeout", self.connect_timeout),
-            ("op timeout", "op-timeout", self.op_timeout),
-            ("sync timeout", "sync-timeout", self.sync_timeout),
+            ("a connect timeout", "connect-timeout", self.connect_timeout),
+            ("an op timeout", "op-timeout", self.op_timeout),
+            ("a sync timeout", "sync-timeout", self.sync_timeout),
         ] {
             if !TIMEOUT_RANGE.contains(&d) {
-                return bad(format!(
-                    "a {what} of {d:?} is out of range (--{flag}): give 1ms to 24h"
-                ));
+                return out_of_range(what, flag, format!("{d:?}"), "1ms to 24h");
             }
         }
         if let Progress::Spin { idle } = self.progress
             && idle > MAX_SPIN_IDLE
         {
-            return bad(format!(
-                "a spin idle time of {idle:?} is out of range (--spin-idle): give 0 to 1m"
-            ));
+            let got = format!("{idle:?}");
+            return out_of_range("a spin idle time", "spin-idle", got, "0 to 1m");
         }
         if !FRAME_RANGE.contains(&self.max_payload) {
-            return bad(format!(
-                "a frame payload limit of {} bytes is out of range (--max-frame): give 4 KiB to 256 MiB",
-                self.max_payload
-            ));
+            let got = format!("{} bytes", self.max_payload);
+            let what = "a frame payload limit";
+            return out_of_range(what, "max-frame", got, "4 KiB to 256 MiB");
         }
         if let Some(w) = self.windows.iter().find(|w| w.size > MAX_WINDOW) {
-            return bad(format!(
-                "window '{}' of {} bytes is larger than pld allows (1 TiB)",
-                w.name, w.size
-            ));
+            let (name, size, max) = (w.name.clone(), w.size, MAX_WINDOW);
+            return Err(E::WindowTooLarge { name, size, max }.into());
         }
         Ok(())
     }

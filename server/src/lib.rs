@@ -30,7 +30,7 @@ pub mod transport;
 pub mod window;
 
 pub use config::{Config, Progress, TransportKind, WindowConfig};
-pub use error::{AccessError, Error, Result};
+pub use error::{AccessError, ConfigError, Error, Result, TlsError};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{Chunking, Layout, OpHandle, QuicPath, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;

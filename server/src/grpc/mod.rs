@@ -23,6 +23,7 @@ pub use error::Error;
 pub use metrics::GrpcMetrics;
 
 use crate::config::Config;
+use crate::error::ConfigError;
 use crate::rank::Rank;
 use pld_proto::v1::pld_server::PldServer;
 use std::net::SocketAddr;
@@ -153,23 +154,23 @@ impl GrpcOptions {
 
     fn validate(&self) -> Result<(), crate::Error> {
         if self.token.is_none() && !self.addr.ip().is_loopback() {
-            return Err(crate::Error::Config(format!(
-                "the gRPC port {} is not a loopback address and no client token is set: \
-                 without --client-token the client plane binds to loopback only",
-                self.addr
-            )));
+            return Err(ConfigError::PublicWithoutToken { addr: self.addr }.into());
         }
         if self.token.as_deref().is_some_and(str::is_empty) {
-            return Err(crate::Error::Config("the client token is empty".into()));
+            return Err(ConfigError::EmptyToken.into());
         }
-        let bad = |what: &str, flag: &str, got: String, range: String| {
-            Err(crate::Error::Config(format!(
-                "{what} {got} is out of range (--{flag}): give {range}"
-            )))
+        let bad = |what: &'static str, flag: &'static str, got: String, range: String| {
+            Err(ConfigError::OutOfRange {
+                what,
+                flag,
+                got,
+                range,
+            }
+            .into())
         };
         if !MAX_MESSAGE_DATA_RANGE.contains(&self.max_message_data) {
             return bad(
-                "a gRPC message limit of",
+                "a gRPC message limit",
                 "grpc-max-message",
                 format!("{} bytes", self.max_message_data),
                 "4 KiB to 256 MiB".into(),
@@ -177,7 +178,7 @@ impl GrpcOptions {
         }
         if !HANDSHAKE_TIMEOUT_RANGE.contains(&self.handshake_timeout) {
             return bad(
-                "a gRPC handshake timeout of",
+                "a gRPC handshake timeout",
                 "grpc-handshake-timeout",
                 format!("{:?}", self.handshake_timeout),
                 "100ms to 5m".into(),
@@ -185,7 +186,7 @@ impl GrpcOptions {
         }
         if !MAX_CONNECTIONS_RANGE.contains(&self.max_connections) {
             return bad(
-                "a gRPC connection cap of",
+                "a gRPC connection cap",
                 "grpc-max-connections",
                 self.max_connections.to_string(),
                 "1 to 65536".into(),
@@ -193,7 +194,7 @@ impl GrpcOptions {
         }
         if !BUFFER_BUDGET_RANGE.contains(&self.buffer_budget) {
             return bad(
-                "a gRPC buffer budget of",
+                "a gRPC buffer budget",
                 "grpc-buffer-budget",
                 format!("{} bytes", self.buffer_budget),
                 "4 MiB to 1 TiB".into(),
@@ -201,7 +202,7 @@ impl GrpcOptions {
         }
         if !STALL_TIMEOUT_RANGE.contains(&self.stall_timeout) {
             return bad(
-                "a gRPC stall timeout of",
+                "a gRPC stall timeout",
                 "grpc-stall-timeout",
                 format!("{:?}", self.stall_timeout),
                 "1s to 1h".into(),
@@ -286,10 +287,10 @@ impl GrpcServer {
         };
         let reflection_v1 = reflection()
             .build_v1()
-            .map_err(|e| crate::Error::Config(format!("gRPC reflection: {e}")))?;
+            .map_err(|error| ConfigError::Reflection { error })?;
         let reflection_v1alpha = reflection()
             .build_v1alpha()
-            .map_err(|e| crate::Error::Config(format!("gRPC reflection: {e}")))?;
+            .map_err(|error| ConfigError::Reflection { error })?;
         let limit = opts.max_message_data + MESSAGE_OVERHEAD;
         let pld = PldServer::new(service::Service::new(shared.clone()))
             .max_decoding_message_size(limit)

@@ -18,7 +18,7 @@ pub use handle::OpHandle;
 pub use paths::QuicPath;
 
 use crate::config::{Config, TransportKind};
-use crate::error::{AccessError, Error, Result};
+use crate::error::{AccessError, ConfigError, Error, Result};
 use crate::peer::handshake;
 use crate::peer::link::{self, Link};
 use crate::peer::{RankState, serve};
@@ -91,7 +91,7 @@ impl Rank {
             .iter()
             .map(|w| (w.name.clone(), w.size))
             .collect();
-        let windows = Windows::new(&specs).map_err(Error::Config)?;
+        let windows = Windows::new(&specs)?;
         let state = Arc::new(RankState::new(config, windows));
         let cfg = &state.config;
         let listen = handshake::resolve(cfg.listen_addr()).await.map_err(|e| {
@@ -146,9 +146,7 @@ impl Rank {
                 }
                 Err(join) => {
                     endpoint.close();
-                    return Err(Error::Config(format!(
-                        "connecting to a peer failed: {join}"
-                    )));
+                    return Err(ConfigError::ConnectTask { error: join }.into());
                 }
             };
             let (link, reader) = Link::new(state.clone(), est);

@@ -5,7 +5,7 @@
 //! throwaway CA in memory with [`ClusterCa::throwaway`].
 
 use super::{Identity, Security, server_name};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TlsError};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -14,7 +14,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn tls_err(what: &str) -> impl Fn(rcgen::Error) -> Error + '_ {
-    move |e| Error::Tls(format!("{what}: {e}"))
+    move |error| {
+        TlsError::Generate {
+            what: what.to_string(),
+            error,
+        }
+        .into()
+    }
 }
 
 /// A cluster CA: signs one certificate per rank, naming the rank.

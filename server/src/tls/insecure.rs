@@ -4,7 +4,7 @@
 //! authenticated nowhere.
 
 use super::server_name;
-use crate::error::{Error, Result};
+use crate::error::{Result, TlsError};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -15,13 +15,23 @@ pub(super) fn server(
     builder: ConfigBuilder<rustls::ServerConfig, WantsVerifier>,
     rank: u32,
 ) -> Result<rustls::ServerConfig> {
-    let cert = rcgen::generate_simple_self_signed(vec![server_name(rank)])
-        .map_err(|e| Error::Tls(format!("certificate for rank {rank}: {e}")))?;
+    let cert = rcgen::generate_simple_self_signed(vec![server_name(rank)]).map_err(|error| {
+        TlsError::Generate {
+            what: format!("certificate for rank {rank}"),
+            error,
+        }
+    })?;
     let key = PrivateKeyDer::from(cert.signing_key);
     builder
         .with_no_client_auth()
         .with_single_cert(vec![cert.cert.der().clone()], key)
-        .map_err(|e| Error::Tls(e.to_string()))
+        .map_err(|error| {
+            TlsError::Rustls {
+                what: "self-signed certificate",
+                error,
+            }
+            .into()
+        })
 }
 
 pub(super) fn client(

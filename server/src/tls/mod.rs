@@ -16,7 +16,7 @@ mod insecure;
 
 pub use certs::{ClusterCa, LOCAL_GRPC_NAMES, RankCert, TempTlsDir};
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result, TlsError};
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -98,16 +98,23 @@ impl Identity {
             &read(&cert)?,
             &read(&key)?,
         )
-        .map_err(|e| Error::Tls(format!("{} (in {}): {e}", cert.display(), dir.display())))
+        .map_err(|e| match e {
+            Error::Tls(error) => TlsError::Identity {
+                cert: cert.clone(),
+                dir: dir.to_path_buf(),
+                error: Box::new(error),
+            }
+            .into(),
+            other => other,
+        })
     }
 
     /// `rank`'s identity from PEM text: the CA certificate, this rank's
     /// certificate (chain) and its private key. The certificate must name
     /// the rank.
     pub fn from_pem(rank: u32, ca: &[u8], cert: &[u8], key: &[u8]) -> Result<Identity> {
-        let pem = |what: &str| {
-            let what = what.to_string();
-            move |e: rustls::pki_types::pem::Error| Error::Tls(format!("{what}: {e}"))
+        let pem = |what: &'static str| {
+            move |error: rustls::pki_types::pem::Error| TlsError::Pem { what, error }
         };
         let ca = CertificateDer::from_pem_slice(ca).map_err(pem("CA certificate"))?;
         let chain = CertificateDer::pem_slice_iter(cert)
@@ -115,13 +122,17 @@ impl Identity {
             .map_err(pem("certificate"))?;
         let key = PrivateKeyDer::from_pem_slice(key).map_err(pem("private key"))?;
         let Some(leaf) = chain.first() else {
-            return Err(Error::Tls("no certificate in the certificate file".into()));
+            return Err(TlsError::NoCertificate {
+                what: "certificate file",
+            }
+            .into());
         };
         if !names_rank(leaf, rank) {
-            return Err(Error::Tls(format!(
-                "the certificate does not name rank {rank} ({})",
-                server_name(rank)
-            )));
+            return Err(TlsError::WrongRank {
+                rank,
+                name: server_name(rank),
+            }
+            .into());
         }
         Ok(Identity {
             rank,
@@ -140,7 +151,10 @@ impl Identity {
         let mut roots = RootCertStore::empty();
         roots
             .add(self.ca.clone())
-            .map_err(|e| Error::Tls(format!("CA certificate: {e}")))?;
+            .map_err(|error| TlsError::Rustls {
+                what: "CA certificate",
+                error,
+            })?;
         Ok(Arc::new(roots))
     }
 }
@@ -154,15 +168,15 @@ pub(crate) fn names_rank(cert: &CertificateDer<'_>, rank: u32) -> bool {
         .is_ok_and(|c| c.verify_is_valid_for_subject_name(&name).is_ok())
 }
 
-fn tls(e: rustls::Error) -> Error {
-    Error::Tls(e.to_string())
+fn tls(what: &'static str) -> impl Fn(rustls::Error) -> Error {
+    move |error| TlsError::Rustls { what, error }.into()
 }
 
 /// The accepting side of the peer plane for `rank`.
 pub(crate) fn server_config(rank: u32, security: &Security) -> Result<rustls::ServerConfig> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls)?;
+        .map_err(tls("TLS 1.3 with the ring provider"))?;
     let mut config = match security {
         Security::Tls(id) => {
             let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
@@ -170,11 +184,11 @@ pub(crate) fn server_config(rank: u32, security: &Security) -> Result<rustls::Se
                 provider(),
             )
             .build()
-            .map_err(|e| Error::Tls(e.to_string()))?;
+            .map_err(|error| TlsError::Verifier { error })?;
             builder
                 .with_client_cert_verifier(verifier)
                 .with_single_cert(id.chain.clone(), id.key.clone_key())
-                .map_err(tls)?
+                .map_err(tls("this rank's certificate and key"))?
         }
         Security::Insecure => insecure::server(builder, rank)?,
         Security::Unset => return Err(unset()),
@@ -187,23 +201,24 @@ pub(crate) fn server_config(rank: u32, security: &Security) -> Result<rustls::Se
 /// chain and key in PEM, TLS 1.2 or 1.3, ALPN `h2`, no client certificate.
 pub(crate) fn grpc_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig> {
     let pem = |what: &'static str| {
-        move |e: rustls::pki_types::pem::Error| Error::Tls(format!("gRPC TLS {what}: {e}"))
+        move |error: rustls::pki_types::pem::Error| TlsError::Pem { what, error }
     };
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(pem("certificate"))?;
+        .map_err(pem("gRPC TLS certificate"))?;
     if chain.is_empty() {
-        return Err(Error::Tls(
-            "gRPC TLS certificate: no certificate in the PEM".into(),
-        ));
+        return Err(TlsError::NoCertificate {
+            what: "gRPC TLS certificate",
+        }
+        .into());
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(pem("private key"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(pem("gRPC TLS private key"))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(tls)?
+        .map_err(tls("TLS with the ring provider"))?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .map_err(tls)?;
+        .map_err(tls("gRPC TLS certificate and key"))?;
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(config)
 }
@@ -212,12 +227,12 @@ pub(crate) fn grpc_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rust
 pub(crate) fn client_config(security: &Security) -> Result<rustls::ClientConfig> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls)?;
+        .map_err(tls("TLS 1.3 with the ring provider"))?;
     let mut config = match security {
         Security::Tls(id) => builder
             .with_root_certificates(id.roots()?)
             .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
-            .map_err(tls)?,
+            .map_err(tls("this rank's certificate and key"))?,
         Security::Insecure => insecure::client(builder),
         Security::Unset => return Err(unset()),
     };
@@ -227,12 +242,7 @@ pub(crate) fn client_config(security: &Security) -> Result<rustls::ClientConfig>
 
 /// Why a rank with [`Security::Unset`] does not start.
 pub(crate) fn unset() -> Error {
-    Error::Config(
-        "no TLS material: give --tls-dir DIR (Security::Tls; `pld-daemon certs \
-         --ranks N --out DIR` makes it), or --insecure (Security::Insecure) to run \
-         the peer plane unauthenticated"
-            .into(),
-    )
+    ConfigError::NoSecurity.into()
 }
 
 /// If `e` says a TLS handshake failed on a certificate (ours rejected by

@@ -3,7 +3,7 @@
 
 use super::{Connection, PeerReader, PeerWriter};
 use crate::config::Progress;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result, TlsError};
 use crate::tls::{self, Security};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{IdleTimeout, TransportConfig, VarInt};
@@ -89,9 +89,11 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     t.receive_window(VarInt::from_u32(64 << 20));
     t.send_window(64 << 20);
     t.keep_alive_interval(Some(s.keep_alive));
-    t.max_idle_timeout(Some(
-        IdleTimeout::try_from(s.idle_timeout).map_err(|e| Error::Config(e.to_string()))?,
-    ));
+    t.max_idle_timeout(Some(IdleTimeout::try_from(s.idle_timeout).map_err(
+        |_| ConfigError::IdleTimeout {
+            timeout: s.idle_timeout,
+        },
+    )?));
     // Ranks sit on one LAN or host: start loss recovery from a LAN RTT
     // rather than quinn's internet default of 333 ms.
     t.initial_rtt(Duration::from_millis(10));
@@ -146,23 +148,31 @@ fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> Result<qui
     let mut config = quinn::EndpointConfig::default();
     config
         .max_udp_payload_size(MAX_UDP_PAYLOAD)
-        .map_err(|e| Error::Config(e.to_string()))?;
-    let runtime = quinn::default_runtime()
-        .ok_or_else(|| Error::Config("QUIC needs a tokio runtime".into()))?;
+        .map_err(|error| ConfigError::QuicEndpoint { error })?;
+    let runtime = quinn::default_runtime().ok_or(ConfigError::NoRuntime)?;
     quinn::Endpoint::new(config, server, socket.into(), runtime).map_err(io)
 }
 
 fn client_config(s: &TransportSettings) -> Result<quinn::ClientConfig> {
-    let crypto = QuicClientConfig::try_from(tls::client_config(&s.security)?)
-        .map_err(|e| Error::Tls(e.to_string()))?;
+    let crypto = QuicClientConfig::try_from(tls::client_config(&s.security)?).map_err(|error| {
+        TlsError::Quic {
+            side: "client",
+            error,
+        }
+    })?;
     let mut c = quinn::ClientConfig::new(Arc::new(crypto));
     c.transport_config(transport_config(s)?);
     Ok(c)
 }
 
 pub(super) fn bind(addr: SocketAddr, rank: u32, s: &TransportSettings) -> Result<quinn::Endpoint> {
-    let crypto = QuicServerConfig::try_from(tls::server_config(rank, &s.security)?)
-        .map_err(|e| Error::Tls(e.to_string()))?;
+    let crypto =
+        QuicServerConfig::try_from(tls::server_config(rank, &s.security)?).map_err(|error| {
+            TlsError::Quic {
+                side: "server",
+                error,
+            }
+        })?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     server.transport_config(transport_config(s)?);
     let mut endpoint = endpoint(addr, Some(server))?;

@@ -20,7 +20,7 @@ mod board;
 
 pub use board::ChangeBoard;
 
-use crate::error::AccessError;
+use crate::error::{AccessError, ConfigError};
 use pld_proto::lock::Locked;
 use pld_proto::v1::WindowSpec;
 use pld_proto::{Dtype, NotifyOp, OpKind};
@@ -107,22 +107,28 @@ impl Drop for Window {
 impl Window {
     /// Allocates a zeroed window. Fails (rather than aborting) when the
     /// memory is not available.
-    pub fn new(name: &str, size: u64) -> Result<Window, String> {
+    pub fn new(name: &str, size: u64) -> Result<Window, ConfigError> {
         Self::with_board(name, size, Arc::default())
     }
 
     /// A window whose changes wake the waiters of `board`.
-    pub fn with_board(name: &str, size: u64, board: Arc<ChangeBoard>) -> Result<Window, String> {
+    pub fn with_board(
+        name: &str,
+        size: u64,
+        board: Arc<ChangeBoard>,
+    ) -> Result<Window, ConfigError> {
+        let fail = || ConfigError::WindowAlloc {
+            name: name.to_string(),
+            size,
+        };
         let size = usize::try_from(size)
             .ok()
             .filter(|s| *s > 0)
-            .ok_or_else(|| format!("window '{name}' size {size} is not allocatable"))?;
-        let layout = Layout::from_size_align(size, WINDOW_ALIGN)
-            .map_err(|e| format!("window '{name}' size {size}: {e}"))?;
+            .ok_or_else(fail)?;
+        let layout = Layout::from_size_align(size, WINDOW_ALIGN).map_err(|_| fail())?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr)
-            .ok_or_else(|| format!("window '{name}': could not allocate {size} bytes"))?;
+        let ptr = NonNull::new(ptr).ok_or_else(fail)?;
         let stripes = (0..size.div_ceil(STRIPE))
             .map(|_| std::sync::Mutex::new(()))
             .collect();
@@ -505,7 +511,7 @@ pub struct Windows {
 
 impl Windows {
     /// Allocates the windows (sorted by name).
-    pub fn new(specs: &[(String, u64)]) -> Result<Windows, String> {
+    pub fn new(specs: &[(String, u64)]) -> Result<Windows, ConfigError> {
         let mut specs = specs.to_vec();
         specs.sort();
         let board = Arc::new(ChangeBoard::default());

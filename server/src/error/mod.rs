@@ -5,6 +5,9 @@ use pld_proto::handshake::Mismatch;
 use pld_proto::{Cmp, Dtype, ErrorCode, OpKind};
 use std::time::Duration;
 
+mod setup;
+pub use setup::{ConfigError, TlsError};
+
 /// Why an access to a window was refused. Produced by the same checks on the
 /// origin (before anything is sent) and on the target (before any byte of the
 /// window changes).
@@ -102,7 +105,7 @@ impl AccessError {
 pub enum Error {
     /// The configuration cannot form a rank.
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// A rank id outside the cluster.
     #[error("rank {rank} does not exist: the cluster has ranks 0 to {last}", last = .nranks.saturating_sub(1))]
     NoSuchRank { rank: u32, nranks: u32 },
@@ -221,7 +224,7 @@ pub enum Error {
     },
     /// Certificates or TLS configuration could not be built.
     #[error("tls setup failed: {0}")]
-    Tls(String),
+    Tls(#[from] TlsError),
     /// A peer's TLS handshake failed on a certificate: its certificate is
     /// not of this cluster's CA or does not name the rank, or it rejected
     /// this rank's.
