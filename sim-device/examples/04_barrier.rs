@@ -1,67 +1,96 @@
-//! Step 04 — a hand-rolled barrier: every rank AtomicAdds 1 into every
-//! rank's signal cell and waits until its own reaches P (Ge). Each rank
-//! first writes a 1 into slot r of every other rank, so after the barrier
-//! rank r's tally reads `y[r][i] = (i != r)`. `--use-builtin` uses the
-//! dissemination barrier instead.
+//! Step 04 — signals only: an N-rank barrier for one rendezvous, built
+//! from notify/wait, as the tutorial writes it. Each rank owns row
+//! `my_rank` of every peer's `[N, 1]` signal: it AtomicAdds 1 there on
+//! every peer, then waits (Ge 1) on every peer's row of its own signal.
+//! Afterwards rank r's signal reads 1 in every row but its own — the
+//! output, which proves every peer arrived.
+//!
+//! `--use-builtin` is the reveal: `Device::barrier(signal)` (a
+//! dissemination barrier through the same `[N, 1]` signal) orders a
+//! `remote_load` after every rank staged its slice: `y[r] = x[(r+1) % N]`.
+//! A second builtin barrier on the same signal shows it is reusable.
 //!
 //! `cargo run -p pld-sim --example 04_barrier -- -p a2a3sim -d 0,1 [--use-builtin]`
 
 use pld_sim::launch::{self, Check, Program};
-use pld_sim::{Cmp, Device, DistributedTensor, NotifyOp, Result, Rma, Tensor};
+use pld_sim::{Cmp, Device, Dtype, NotifyOp, Result, Rma, Tensor, nranks, rank};
 use std::sync::Arc;
+
+const SIZE: u64 = 64;
 
 struct Barrier {
     builtin: bool,
 }
 
-/// The barrier of step 04: arrive at every rank, wait for all arrivals.
-/// Reusable: the `epoch`-th barrier waits for `epoch × P`.
-async fn hand_rolled_barrier<R: Rma>(
-    dev: &Device<R>,
-    signal: &DistributedTensor<i32>,
-    epoch: i32,
-) -> Result<()> {
-    let n = dev.world_size();
-    for peer in 0..n {
-        dev.notify(signal, peer, [0, 0], 1, NotifyOp::AtomicAdd)
+impl Barrier {
+    async fn hand<R: Rma>(&self, dev: &Device<R>) -> Result<Check> {
+        let n = u64::from(dev.world_size());
+        let signal_buf = dev.alloc_window_buffer_of("signal", &[n, 1], Dtype::Int32)?;
+        let signal = dev.window::<i32>(&signal_buf, &[n, 1])?;
+        let ctx = dev.get_comm_ctx(&signal);
+        let my_rank = rank(ctx);
+        for peer in (0..nranks(ctx)).filter(|p| *p != my_rank) {
+            dev.notify(
+                &signal,
+                peer,
+                [u64::from(my_rank), 0],
+                1,
+                NotifyOp::AtomicAdd,
+            )
             .await?;
+        }
+        for src in (0..nranks(ctx)).filter(|s| *s != my_rank) {
+            dev.wait(&signal, [u64::from(src), 0], 1, Cmp::Ge).await?;
+        }
+        // Surface the signal rows as the observable (pl.read / pl.write).
+        let y = dev.read_own(&signal).await?;
+        let want: Vec<i32> = (0..n).map(|i| i32::from(i != u64::from(my_rank))).collect();
+        Ok(Check::exact(y.data(), &want))
     }
-    dev.wait(signal, [0, 0], epoch * n as i32, Cmp::Ge).await?;
-    Ok(())
+
+    async fn builtin<R: Rma>(&self, dev: &Device<R>) -> Result<Check> {
+        let n = dev.world_size();
+        let data_buf = dev.alloc_window_buffer_of("data", &[1, SIZE], Dtype::Fp32)?;
+        let signal_buf = dev.alloc_window_buffer_of("signal", &[u64::from(n), 1], Dtype::Int32)?;
+        let data = dev.window::<f32>(&data_buf, &[1, SIZE])?;
+        let signal = dev.window::<i32>(&signal_buf, &[u64::from(n), 1])?;
+        // The host's x[N, 1, SIZE]; this rank's slice is x[r].
+        let x = launch::input_nd::<f32>("x", n, [1, SIZE]);
+        let my_rank = rank(dev.get_comm_ctx(&data));
+        let xr = x.index(u64::from(my_rank))?;
+        let local = dev.load(&xr, [0, 0], [1, SIZE]).await?;
+        dev.store(&local, [0, 0], &data).await?;
+        dev.barrier(&signal).await?;
+        let peer = dev.peer_next(1);
+        let recv = dev
+            .remote_load(&data, peer, [0, 0], [1, SIZE], None)
+            .await?;
+        let mut y = Tensor::zeros("y", [1, SIZE]);
+        dev.store(&recv, [0, 0], &mut y).await?;
+        // Reused: nobody leaves (and lets its window go) while a peer reads.
+        dev.barrier(&signal).await?;
+        Ok(Check::close(
+            y.data(),
+            x.index(u64::from(peer))?.data(),
+            1e-5,
+        ))
+    }
 }
 
 impl Program for Barrier {
     async fn run<R: Rma + 'static>(&self, dev: Arc<Device<R>>) -> Result<Check> {
-        let (me, n) = (dev.rank(), dev.world_size());
-        let width = u64::from(n).div_ceil(8) * 8;
-        let tally = dev.alloc::<i32>("tally", "data", [1, width])?;
-        let signal = dev.alloc::<i32>("signal", "signal", [1, 8])?;
-        let one = Tensor::new("one", [1, 1], vec![1i32])?;
-        for peer in (0..n).filter(|p| *p != me) {
-            dev.tensor_remote_store(&one, &tally, peer, [0, u64::from(me)], Default::default())
-                .await?;
-        }
         if self.builtin {
-            dev.barrier(&signal).await?;
+            self.builtin(&dev).await
         } else {
-            hand_rolled_barrier(&dev, &signal, 1).await?;
+            self.hand(&dev).await
         }
-        let y = dev.read_own(&tally).await?;
-        let want: Vec<i32> = (0..width as u32)
-            .map(|i| i32::from(i != me && i < n))
-            .collect();
-        // A second round shows the barrier is reusable.
-        if !self.builtin {
-            hand_rolled_barrier(&dev, &signal, 2).await?;
-        }
-        Ok(Check::exact(y.data(), &want))
     }
 }
 
 fn main() {
     launch::main(|a| {
         Ok(Barrier {
-            builtin: a.use_builtin,
+            builtin: a.builtin()?,
         })
     });
 }

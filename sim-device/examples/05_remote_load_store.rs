@@ -18,12 +18,13 @@ struct RemoteLoadStore {
 impl Program for RemoteLoadStore {
     async fn run<R: Rma + 'static>(&self, dev: Arc<Device<R>>) -> Result<Check> {
         let data = dev.alloc::<f32>("data", "data", [1, SIZE])?;
-        let signal = dev.alloc::<i32>("signal", "signal", [1, 8])?;
+        let signal = dev.alloc::<i32>("signal", "signal", [u64::from(dev.world_size()), 1])?;
         let ctx = dev.get_comm_ctx(&data);
-        let (my_rank, n) = (rank(ctx), nranks(ctx));
+        let my_rank = rank(ctx);
+        debug_assert!(my_rank < nranks(ctx));
         let x = launch::input::<f32>("x", my_rank, [1, SIZE]);
         let mut y = Tensor::zeros("y", [1, SIZE]);
-        let peer = (my_rank + 1) % n;
+        let peer = dev.peer_next(1);
         let from = if self.store {
             // Push: store into the next rank, barrier, read our own slice,
             // which the previous rank has just written.
@@ -33,7 +34,7 @@ impl Program for RemoteLoadStore {
             dev.barrier(&signal).await?;
             let back = dev.load(&data, [0, 0], [1, SIZE]).await?;
             dev.store(&back, [0, 0], &mut y).await?;
-            (my_rank + n - 1) % n
+            dev.peer_prev(1)
         } else {
             // Pull: stage into our window, barrier, load the next rank's.
             let local = dev.load(&x, [0, 0], [1, SIZE]).await?;

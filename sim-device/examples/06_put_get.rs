@@ -23,7 +23,7 @@ impl Program for PutGet {
         let signal = dev.alloc::<i32>("signal", "signal", [1, 1])?;
         let x = launch::input::<f32>("x", me, SHAPE);
         let mut y = Tensor::zeros("y", SHAPE);
-        let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+        let (next, prev) = (dev.peer_next(1), dev.peer_prev(1));
         let from = if self.put {
             dev.put(&data, next, &x, PutOpts::default()).await?;
             dev.notify(&signal, next, [0, 0], 1, NotifyOp::Set).await?;
@@ -37,8 +37,10 @@ impl Program for PutGet {
             dev.get(&mut y, next, &data, PutOpts::default()).await?;
             next
         };
-        // Nobody leaves while a peer may still read its window.
-        dev.barrier(&signal).await?;
+        // Nobody leaves while a peer may still read its window: the
+        // builtin barrier, on a `[nranks, 1]` signal of its own.
+        let bar = dev.alloc::<i32>("barrier", "signal", [u64::from(n), 1])?;
+        dev.barrier(&bar).await?;
         let want = launch::input::<f32>("x", from, SHAPE);
         Ok(Check::exact(y.data(), want.data()))
     }

@@ -19,12 +19,12 @@ struct Ring {
 
 impl Program for Ring {
     async fn run<R: Rma + 'static>(&self, dev: Arc<Device<R>>) -> Result<Check> {
-        let (me, n) = (dev.rank(), dev.world_size());
+        let me = dev.rank();
         let data = dev.alloc::<f32>("data", "data", SHAPE)?;
         let signal = dev.alloc::<i32>("signal", "signal", [1, 1])?;
         let x = launch::input::<f32>("x", me, SHAPE);
         let mut y = Tensor::zeros("y", SHAPE);
-        let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+        let (next, prev) = (dev.peer_next(1), dev.peer_prev(1));
         let region = PutOpts::region([1, 1], [1, 1], INNER)
             .chunks(64, 256)
             .pipelined();
@@ -41,7 +41,9 @@ impl Program for Ring {
             dev.get(&mut y, next, &data, region).await?;
             next
         };
-        dev.barrier(&signal).await?;
+        // Nobody leaves while a peer may still read its window.
+        let bar = dev.alloc::<i32>("barrier", "signal", [u64::from(dev.world_size()), 1])?;
+        dev.barrier(&bar).await?;
         // The interior comes from `from`; the border of y stays zero.
         let src = launch::input::<f32>("x", from, SHAPE);
         let mut want = Tensor::zeros("want", SHAPE);

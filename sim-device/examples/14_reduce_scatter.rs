@@ -1,14 +1,17 @@
-//! Step 14 — reduce-scatter: x is `[P, COLS]`; rank r ends with row r of
-//! the sum over ranks. By hand, row j of x goes to rank j's slot r, then
-//! each rank adds its slots; `--use-builtin` calls the built-in.
+//! Step 14 — reduce-scatter: each rank stages all P chunks of its input
+//! (chunk c at row c of its `[P, SIZE]` window) and ends with chunk r
+//! reduced across every rank. `--mode hand` (default) as the tutorial
+//! writes it: a notify/wait barrier, then sum row `my_rank` of every
+//! peer's window. `--mode builtin`: `Device::reduce_scatter(data, signal,
+//! Sum)`, after which row `my_rank` of the window holds the result.
 //!
-//! `cargo run -p pld-sim --example 14_reduce_scatter -- -p a2a3sim -d 0,1 [--use-builtin]`
+//! `cargo run -p pld-sim --example 14_reduce_scatter -- -p a2a3sim -d 0,1,2 --mode builtin`
 
 use pld_sim::launch::{self, Check, Program};
-use pld_sim::{Atomic, Device, ReduceOp, Result, Rma, Tensor};
+use pld_sim::{Cmp, Device, NotifyOp, ReduceOp, Result, Rma, Tensor, rank};
 use std::sync::Arc;
 
-const COLS: u64 = 512;
+const SIZE: u64 = 64;
 
 struct ReduceScatter {
     builtin: bool,
@@ -16,43 +19,56 @@ struct ReduceScatter {
 
 impl Program for ReduceScatter {
     async fn run<R: Rma + 'static>(&self, dev: Arc<Device<R>>) -> Result<Check> {
-        let (me, n) = (dev.rank(), dev.world_size());
-        let p = u64::from(n);
-        let x = launch::input::<f32>("x", me, [p, COLS]);
-        let y = if self.builtin {
-            dev.reduce_scatter(&x, ReduceOp::Sum).await?
+        let n = dev.world_size();
+        let nr = u64::from(n);
+        let data_buf = dev.alloc_window_buffer("data", nr * SIZE * 4)?;
+        let signal_buf = dev.alloc_window_buffer("signal", nr * 4)?;
+        let data = dev.window::<f32>(&data_buf, &[nr, SIZE])?;
+        let signal = dev.window::<i32>(&signal_buf, &[nr, 1])?;
+        let x = launch::input_nd::<f32>("x", n, [1, nr * SIZE]);
+        let my_rank = rank(dev.get_comm_ctx(&data));
+        let me = u64::from(my_rank);
+        let xr = x.index(me)?;
+
+        // Phase 1 — stage every chunk at its row.
+        for c in 0..nr {
+            let chunk = dev.load(&xr, [0, c * SIZE], [1, SIZE]).await?;
+            dev.store(&chunk, [c, 0], &data).await?;
+        }
+        let acc = if self.builtin {
+            dev.reduce_scatter(&data, &signal, ReduceOp::Sum).await?;
+            dev.load(&data, [me, 0], [1, SIZE]).await?
         } else {
-            let slots = dev.alloc::<f32>("slots", "data", [p, COLS])?;
-            let signal = dev.alloc::<i32>("signal", "signal", [1, 8])?;
-            for j in 0..p {
-                let row = dev.load(&x, [j, 0], [1, COLS]).await?;
-                dev.tile_remote_store(&row, &slots, j as u32, [u64::from(me), 0], Atomic::None)
+            // Phase 2 — barrier: notify every peer, wait on every peer's row.
+            for peer in (0..n).filter(|p| *p != my_rank) {
+                dev.notify(&signal, peer, [me, 0], 1, NotifyOp::AtomicAdd)
                     .await?;
             }
-            dev.barrier(&signal).await?;
-            let mut acc = dev.load(&slots, [0, 0], [1, COLS]).await?;
-            for r in 1..p {
-                acc = acc.add(&dev.load(&slots, [r, 0], [1, COLS]).await?)?;
+            for src in (0..n).filter(|s| *s != my_rank) {
+                dev.wait(&signal, [u64::from(src), 0], 1, Cmp::Ge).await?;
             }
-            let mut y = Tensor::zeros("y", [1, COLS]);
-            dev.store(&acc, [0, 0], &mut y).await?;
-            y
+            // Phase 3 — reduce row my_rank across every peer.
+            let mut acc = dev.load(&data, [me, 0], [1, SIZE]).await?;
+            for peer in (0..n).filter(|p| *p != my_rank) {
+                let recv = dev
+                    .remote_load(&data, peer, [me, 0], [1, SIZE], None)
+                    .await?;
+                acc = acc.add(&recv)?;
+            }
+            acc
         };
-        let mut want = vec![0f32; COLS as usize];
-        for r in 0..n {
-            let xr = launch::input::<f32>("x", r, [p, COLS]);
-            for (c, w) in want.iter_mut().enumerate() {
-                *w += xr.at(u64::from(me), c as u64);
-            }
-        }
-        Ok(Check::close(y.data(), &want, 1e-5))
+        let mut y = Tensor::zeros("y", [1, SIZE]);
+        dev.store(&acc, [0, 0], &mut y).await?;
+        let sum = launch::sum_of_slices(&x)?;
+        let want = &sum[(me * SIZE) as usize..((me + 1) * SIZE) as usize];
+        Ok(Check::close(y.data(), want, 1e-5))
     }
 }
 
 fn main() {
     launch::main(|a| {
         Ok(ReduceScatter {
-            builtin: a.use_builtin,
+            builtin: a.builtin()?,
         })
     });
 }

@@ -21,7 +21,7 @@ async fn combine<T: Scalar, R: Rma + 'static>(dev: &Device<R>) -> Result<Check> 
     let (me, n) = (dev.rank(), dev.world_size());
     let p = u64::from(n);
     let acc = dev.alloc::<T>("acc", "data", [1, COLS])?;
-    let signal = dev.alloc::<i32>("signal", "signal", [1, 8])?;
+    let signal = dev.alloc::<i32>("signal", "signal", [u64::from(dev.world_size()), 1])?;
     let x = launch::input::<T>("x", me, [p, COLS]);
     // Several rounds, so that adds from different ranks overlap.
     for _ in 0..ROUNDS {

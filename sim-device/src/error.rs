@@ -112,6 +112,100 @@ pub enum Error {
         needed: u64,
         size: u64,
     },
+    /// A peer that is not a rank: out of range, or an unsigned `r - 1`
+    /// that wrapped.
+    #[error(
+        "{call}: peer {peer} is not a rank: the ranks are 0 to {last}; compute neighbours with \
+         Device::peer_prev / Device::peer_next (modular, they never wrap)"
+    )]
+    PeerOutOfRange {
+        call: &'static str,
+        peer: i64,
+        last: u32,
+    },
+    /// A signal whose shape does not fit the call.
+    #[error(
+        "{call}: the signal '{name}' is [{rows}, {cols}], but {call} needs at least [{want_rows}, {want_cols}] \
+         int32 cells ({why}); allocate it as alloc_window_buffer([{want_rows}, {want_cols}], int32)"
+    )]
+    SignalShape {
+        call: &'static str,
+        name: String,
+        rows: u64,
+        cols: u64,
+        want_rows: u64,
+        want_cols: u64,
+        why: &'static str,
+    },
+    /// A signal a concurrent collective of this rank is using.
+    #[error(
+        "{call}: the signal '{name}' is in use by a concurrent {other} on this rank; give each concurrent \
+         collective its own signal (alloc_window_buffer + window)"
+    )]
+    SignalInUse {
+        call: &'static str,
+        name: String,
+        other: &'static str,
+    },
+    /// Ranks that allocated different window buffers at the same step.
+    #[error(
+        "window buffer #{index} is {ours} on rank {rank} but {theirs} on rank {other}: every rank must \
+         allocate the same buffers in the same order, or the offsets differ; allocate outside any \
+         `if rank == ...`"
+    )]
+    AsymmetricAlloc {
+        index: usize,
+        rank: u32,
+        ours: String,
+        other: u32,
+        theirs: String,
+    },
+    /// A rank that allocated a window buffer another rank did not.
+    #[error(
+        "rank {rank} allocated window buffer '{buffer}' but rank {other} did not: every rank must allocate \
+         the same buffers in the same order; allocate outside any `if rank == ...`"
+    )]
+    MissingAlloc {
+        buffer: String,
+        rank: u32,
+        other: u32,
+    },
+    /// A window view larger than its buffer.
+    #[error(
+        "window: a view of {bytes} bytes does not fit in buffer '{buffer}' of {size} bytes; \
+         allocate the buffer with the view's shape and dtype"
+    )]
+    ViewTooLarge {
+        buffer: String,
+        bytes: u64,
+        size: u64,
+    },
+    /// An N-D region that is not one rectangle once the leading dims are
+    /// collapsed into rows.
+    #[error(
+        "{call}: the region {shape:?} at {offsets:?} of '{name}' {dims:?} is not one 2-D rectangle once the \
+         leading dimensions are collapsed into rows; split it into loads that are"
+    )]
+    NotRectangular {
+        call: &'static str,
+        name: String,
+        dims: Vec<u64>,
+        offsets: Vec<u64>,
+        shape: Vec<u64>,
+    },
+    /// A tensor `remote_store` whose rows are not 32-byte aligned.
+    #[error(
+        "{call}: a [{rows}, {cols}] {dtype} tensor has rows of {row_bytes} bytes; remote_store sends from chip, \
+         where rows are 32-byte aligned: pad the columns to a multiple of {multiple}, or move it with put"
+    )]
+    MisalignedRemoteStore {
+        call: &'static str,
+        rows: u64,
+        cols: u64,
+        dtype: Dtype,
+        row_bytes: u64,
+        multiple: u64,
+    },
     /// The program's arguments are wrong.
     #[error("{0}")]
     Usage(String),

@@ -4,8 +4,9 @@
 //! program's kernel on every rank at once, checks each rank's result
 //! against its golden and prints `OK`, or the largest difference and fails.
 
-use crate::device::Device;
+use crate::device::{Device, Symmetry};
 use crate::error::{Error, Result};
+use crate::plan::Planner;
 use crate::tensor::{Profile, Shape2, Tensor};
 use clap::Parser;
 use pld_proto::Rma;
@@ -49,6 +50,9 @@ pub struct Args {
     /// The daemons' client token, if they have one.
     #[arg(long, env = "PLD_CLIENT_TOKEN")]
     pub token: Option<String>,
+    /// Print what each rank would send, without running anything.
+    #[arg(long)]
+    pub compile_only: bool,
 }
 
 impl Args {
@@ -63,6 +67,15 @@ impl Args {
                 allowed.join(", ")
             )))
         }
+    }
+    /// Whether the hand-rolled (`hand`, the default) or the builtin form
+    /// runs: `--mode hand|builtin` as the tutorial's steps 12–15 spell it,
+    /// or `--use-builtin` as step 04 does.
+    pub fn builtin(&self) -> Result<bool> {
+        if self.use_builtin {
+            return Ok(true);
+        }
+        Ok(self.mode(&["hand", "builtin"])? == "builtin")
     }
     /// The number of ranks.
     pub fn nranks(&self) -> u32 {
@@ -153,6 +166,31 @@ pub fn input<T: Scalar>(name: &str, rank: u32, shape: Shape2) -> Tensor<T> {
     })
 }
 
+/// The host's N-D input `[nranks, rows, cols]` (the tutorial's
+/// `torch.randn((N_RANKS, 1, SIZE))`, made deterministic): its index `r`
+/// (`x[r]`) is rank r's [`input`].
+pub fn input_nd<T: Scalar>(name: &str, nranks: u32, per_rank: Shape2) -> Tensor<T> {
+    let data = (0..nranks)
+        .flat_map(|r| input::<T>(name, r, per_rank).data)
+        .collect();
+    let mut t = Tensor::new(name, [u64::from(nranks) * per_rank[0], per_rank[1]], data)
+        .unwrap_or_else(|_| Tensor::zeros(name, [0, 0]));
+    t.dims = vec![u64::from(nranks), per_rank[0], per_rank[1]];
+    t
+}
+
+/// The golden of an all-reduce: the elementwise sum of every `x[r]`.
+pub fn sum_of_slices<T: Scalar>(x: &Tensor<T>) -> Result<Vec<T>> {
+    let n = x.dims().first().copied().unwrap_or(0);
+    let mut acc = x.index(0)?.data;
+    for r in 1..n {
+        for (a, v) in acc.iter_mut().zip(x.index(r)?.data) {
+            *a = a.add(v);
+        }
+    }
+    Ok(acc)
+}
+
 /// Parses the command line, runs `make(args)`'s program on every rank,
 /// prints OK or the failure, and exits.
 pub fn main<P: Program>(make: impl FnOnce(&Args) -> Result<P>) {
@@ -176,6 +214,14 @@ fn run_cli<P: Program>(args: &Args, make: impl FnOnce(&Args) -> Result<P>) -> Re
         .enable_all()
         .build()
         .map_err(|e| format!("error: cannot start the runtime: {e}"))?;
+    if args.compile_only {
+        let plan = rt
+            .block_on(plan(args, Arc::new(program)))
+            .map_err(|e| format!("error: {e}"))?;
+        print!("{plan}");
+        println!("compile_only done");
+        std::process::exit(0);
+    }
     let checks = rt
         .block_on(run(args, Arc::new(program)))
         .map_err(|e| format!("error: {e}"))?;
@@ -216,6 +262,8 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
     })?;
     let timeout = pld_proto::units::parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout: {e}")))?;
+    check_devices(&args.devices)?;
+    let symmetry = Symmetry::shared();
     if args.daemons.is_empty() {
         let transport: TransportKind = args
             .transport
@@ -224,14 +272,69 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
         let ranks = start_ranks(args.nranks(), transport, &program.windows(), timeout).await?;
         let devices = ranks
             .into_iter()
-            .map(|r| Arc::new(Device::new(Arc::new(r), profile, program.windows())))
+            .map(|r| {
+                let dev = Device::new(Arc::new(r), profile, program.windows());
+                Arc::new(dev.with_symmetry(symmetry.clone()))
+            })
             .collect();
-        run_all(devices, program).await
+        run_all(devices, program, &symmetry).await
     } else {
-        let devices = connect(args, profile, &program.windows()).await?;
+        let devices = connect(args, profile, &program.windows(), &symmetry).await?;
         clear(&devices, &program.windows()).await?;
-        run_all(devices, program).await
+        run_all(devices, program, &symmetry).await
     }
+}
+
+/// Each device id names one rank: a duplicate is an error naming it.
+fn check_devices(ids: &[u32]) -> Result<()> {
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(j) = ids[..i].iter().position(|d| d == id) {
+            return Err(Error::Usage(format!(
+                "-d lists device {id} twice (positions {j} and {i}); each rank needs its own device id"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--compile-only`: runs the kernel on every rank against a
+/// [`Planner`] and returns, per rank, the messages it would send.
+pub async fn plan<P: Program>(args: &Args, program: Arc<P>) -> Result<String> {
+    let profile = Profile::parse(&args.platform).ok_or_else(|| {
+        Error::Usage(format!(
+            "-p {} is not a device profile: a2a3sim or a5sim",
+            args.platform
+        ))
+    })?;
+    check_devices(&args.devices)?;
+    let n = args.nranks();
+    let windows = program.windows();
+    let names: Vec<String> = windows.iter().map(|(w, _)| w.clone()).collect();
+    let symmetry = Symmetry::shared();
+    let devices: Vec<_> = (0..n)
+        .map(|r| {
+            let planner = Planner::new(r, n, names.clone());
+            let dev = Device::new(Arc::new(planner), profile, windows.clone());
+            Arc::new(dev.with_symmetry(symmetry.clone()))
+        })
+        .collect();
+    run_all(devices.clone(), program, &symmetry).await?;
+    let mut out = format!(
+        "compile_only: {n} ranks on {}; nothing was sent\n",
+        profile.name()
+    );
+    for d in &devices {
+        let sent = d.rma().messages();
+        out.push_str(&format!(
+            "rank {} would send {} messages\n",
+            d.rank(),
+            sent.len()
+        ));
+        for m in sent {
+            out.push_str(&format!("  {m}\n"));
+        }
+    }
+    Ok(out)
 }
 
 /// Starts `n` embedded ranks on free loopback ports, connected to each other.
@@ -318,6 +421,7 @@ async fn connect(
     args: &Args,
     profile: Profile,
     needs: &[(String, u64)],
+    symmetry: &Arc<Symmetry>,
 ) -> Result<Vec<Arc<Device<pld_client::Client>>>> {
     let mut out = Vec::new();
     for (i, addr) in args.daemons.iter().enumerate() {
@@ -357,7 +461,8 @@ async fn connect(
                 }
             }
         }
-        out.push(Arc::new(Device::new(Arc::new(c), profile, windows)));
+        let dev = Device::new(Arc::new(c), profile, windows).with_symmetry(symmetry.clone());
+        out.push(Arc::new(dev));
     }
     Ok(out)
 }
@@ -365,22 +470,40 @@ async fn connect(
 async fn run_all<R: Rma + 'static, P: Program>(
     devices: Vec<Arc<Device<R>>>,
     program: Arc<P>,
+    symmetry: &Symmetry,
 ) -> Result<Vec<Check>> {
     let mut set = tokio::task::JoinSet::new();
     for (r, dev) in devices.iter().enumerate() {
         let (p, dev) = (program.clone(), dev.clone());
-        set.spawn(async move { (r, p.run(dev).await) });
+        set.spawn(async move {
+            // The kernel is complete once its deferred waits hold too.
+            let res = match p.run(dev.clone()).await {
+                Ok(c) => dev.complete().await.map(|()| c),
+                Err(e) => Err(e),
+            };
+            (r, res)
+        });
     }
     let mut checks = vec![Check::default(); set.len()];
     let mut first_err = None;
     while let Some(j) = set.join_next().await {
-        let (r, res) = j.map_err(|e| Error::Usage(format!("a rank's kernel panicked: {e}")))?;
+        let (r, res) = match j {
+            Ok(v) => v,
+            Err(e) if e.is_cancelled() => continue,
+            Err(e) => return Err(Error::Usage(format!("a rank's kernel panicked: {e}"))),
+        };
         match res {
             Ok(c) => checks[r] = c,
             Err(e) => {
+                // The first failure is the cause; the other ranks would
+                // only wait for the failed one until their deadline.
                 first_err.get_or_insert(e);
+                set.abort_all();
             }
         }
+    }
+    if first_err.is_none() {
+        symmetry.check_complete(devices.len() as u32)?;
     }
     // Every rank stays up until every kernel is done: a rank that left
     // early would take its window, and the messages it still has in

@@ -12,12 +12,18 @@
 //!   one message each.
 //! - Tensor tier: [`Device::tensor_remote_store`] (one put message), the
 //!   short [`Device::remote_store`], [`Device::put`] / [`Device::get`]
-//!   (chunked and pipelined), [`Device::barrier`], symmetric window
-//!   allocation ([`Device::alloc`]).
-//! - Collectives built on them: [`Device::allreduce`] (mesh and ring),
+//!   (chunked and pipelined, from or into a tensor or a window view),
+//!   [`Device::defer_wait`].
+//! - Window buffers as the seed has them: [`Device::alloc_window_buffer`]
+//!   and [`Device::window`] views, checked symmetric across ranks
+//!   ([`Symmetry`]); N-D shapes ([`nd`]); rank arithmetic that never wraps
+//!   ([`Device::peer_prev`], [`Device::peer_next`]).
+//! - Barrier and collectives through the caller's signal:
+//!   [`Device::barrier`], [`Device::allreduce`] (mesh and ring),
 //!   [`Device::broadcast`], [`Device::allgather`],
-//!   [`Device::reduce_scatter`], [`Device::all_to_all`],
+//!   [`Device::reduce_scatter`], [`Device::all_to_all`], and the ragged
 //!   [`Device::all_to_all_v`].
+//! - `--compile-only`: [`plan::Planner`] records what each rank would send.
 //!
 //! A device runs on any [`Rma`]: an embedded `pld_server::Rank` or a
 //! `pld_client::Client` of a daemon. [`launch`] runs a program on every
@@ -28,9 +34,13 @@ mod collective;
 mod device;
 mod error;
 pub mod launch;
+pub mod nd;
+pub mod plan;
 mod tensor;
 
-pub use device::{Atomic, CommCtx, Device, Dst, Operand, PutOpts, Src, nranks, rank};
+pub use device::{
+    Atomic, CommCtx, Device, Dst, Operand, PutOpts, Src, Symmetry, WindowBuffer, nranks, rank,
+};
 pub use error::{Error, Result};
 pub use half::{bf16, f16};
 pub use pld_proto::collective::Algo;

@@ -16,7 +16,11 @@ pub type Shape2 = [u64; 2];
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor<T> {
     pub(crate) name: String,
+    /// The 2-D shape ops work on: the leading dimensions of `dims`
+    /// collapsed into rows.
     pub(crate) shape: Shape2,
+    /// The shape the tensor was made with (N-D; `shape` itself if 2-D).
+    pub(crate) dims: Vec<u64>,
     pub(crate) data: Vec<T>,
 }
 
@@ -28,6 +32,7 @@ impl<T: Scalar> Tensor<T> {
         Tensor {
             name: name.into(),
             shape,
+            dims: shape.to_vec(),
             data: (0..n).map(f).collect(),
         }
     }
@@ -44,6 +49,7 @@ impl<T: Scalar> Tensor<T> {
         Ok(Tensor {
             name: name.into(),
             shape,
+            dims: shape.to_vec(),
             data,
         })
     }
@@ -53,6 +59,7 @@ impl<T: Scalar> Tensor<T> {
         Tensor {
             name: name.into(),
             shape,
+            dims: shape.to_vec(),
             data: vec![T::default(); (shape[0] * shape[1]) as usize],
         }
     }
@@ -90,6 +97,7 @@ impl<T: Scalar> Tensor<T> {
         Ok(Tensor {
             name: format!("{}[slice]", self.name),
             shape,
+            dims: shape.to_vec(),
             data,
         })
     }
@@ -116,6 +124,7 @@ impl<T: Scalar> Tensor<T> {
         Tensor {
             name: self.name.clone(),
             shape: self.shape,
+            dims: self.dims.clone(),
             data: self.data.iter().map(|v| U::from_f64(v.to_f64())).collect(),
         }
     }
@@ -124,6 +133,7 @@ impl<T: Scalar> Tensor<T> {
         Tensor {
             name: self.name.clone(),
             shape: self.shape,
+            dims: self.dims.clone(),
             data: self.data.iter().map(|v| f(*v)).collect(),
         }
     }
@@ -132,6 +142,7 @@ impl<T: Scalar> Tensor<T> {
         Tensor {
             name: self.name.clone(),
             shape: self.shape,
+            dims: self.dims.clone(),
             data: self
                 .data
                 .iter()

@@ -209,6 +209,7 @@ fn a_wait_that_cannot_finish_names_the_cell_and_a_barrier_the_missing_rank() {
     run(async {
         let devs = devices(3, TransportKind::Tcp, Duration::from_millis(500)).await;
         let sig = devs[0].alloc::<i32>("sig", "signal", [1, 8]).unwrap();
+        let bar = devs[0].alloc::<i32>("bar", "signal", [3, 1]).unwrap();
         devs[0]
             .notify(&sig, 0, [0, 3], 2, NotifyOp::Set)
             .await
@@ -225,8 +226,8 @@ fn a_wait_that_cannot_finish_names_the_cell_and_a_barrier_the_missing_rank() {
 
         // Ranks 0 and 1 enter a barrier; rank 2 never does.
         let (a, b) = (devs[0].clone(), devs[1].clone());
-        let s0 = sig.clone();
-        let s1 = sig.clone();
+        let s0 = bar.clone();
+        let s1 = bar.clone();
         let (ra, rb) = tokio::join!(
             tokio::spawn(async move { a.barrier(&s0).await }),
             tokio::spawn(async move { b.barrier(&s1).await })
@@ -234,74 +235,10 @@ fn a_wait_that_cannot_finish_names_the_cell_and_a_barrier_the_missing_rank() {
         for r in [ra.unwrap(), rb.unwrap()] {
             let msg = r.unwrap_err().to_string();
             assert!(
-                msg.contains("barrier epoch 1") && msg.contains("rank 2"),
+                msg.contains("barrier on signal 'bar', round")
+                    && msg.contains("rank 2 never arrived at cell"),
                 "{msg}"
             );
-        }
-    });
-}
-
-#[test]
-fn collectives_agree_with_their_definitions_for_every_reduction() {
-    run(async {
-        let devs = devices(3, TransportKind::Quic, Duration::from_secs(20)).await;
-        let mut set = tokio::task::JoinSet::new();
-        for d in &devs {
-            let d = d.clone();
-            set.spawn(async move {
-                let me = d.rank();
-                let x = launch::input::<i32>("x", me, [3, 5]);
-                let mut out = Vec::new();
-                for op in [
-                    pld_sim::ReduceOp::Max,
-                    pld_sim::ReduceOp::Min,
-                    pld_sim::ReduceOp::Prod,
-                ] {
-                    for algo in [pld_sim::Algo::Mesh, pld_sim::Algo::Ring] {
-                        out.push(d.allreduce(&x, op, algo).await.unwrap().data().to_vec());
-                    }
-                }
-                out.push(
-                    d.reduce_scatter(&x, pld_sim::ReduceOp::Max)
-                        .await
-                        .unwrap()
-                        .data()
-                        .to_vec(),
-                );
-                (me, out)
-            });
-        }
-        let xs: Vec<Tensor<i32>> = (0..3)
-            .map(|r| launch::input::<i32>("x", r, [3, 5]))
-            .collect();
-        // The definitions, written out here rather than through the
-        // `ReduceOp::apply` the code under test uses.
-        let fold = |op: pld_sim::ReduceOp| -> Vec<i32> {
-            (0..15)
-                .map(|i| {
-                    let v = [xs[0].data()[i], xs[1].data()[i], xs[2].data()[i]];
-                    match op {
-                        pld_sim::ReduceOp::Max => *v.iter().max().unwrap(),
-                        pld_sim::ReduceOp::Min => *v.iter().min().unwrap(),
-                        pld_sim::ReduceOp::Prod => v[0].wrapping_mul(v[1]).wrapping_mul(v[2]),
-                        pld_sim::ReduceOp::Sum => v[0].wrapping_add(v[1]).wrapping_add(v[2]),
-                    }
-                })
-                .collect()
-        };
-        while let Some(j) = set.join_next().await {
-            let (me, out) = j.unwrap();
-            let ops = [
-                pld_sim::ReduceOp::Max,
-                pld_sim::ReduceOp::Min,
-                pld_sim::ReduceOp::Prod,
-            ];
-            for (k, op) in ops.iter().enumerate() {
-                assert_eq!(out[2 * k], fold(*op), "mesh {op:?} on rank {me}");
-                assert_eq!(out[2 * k + 1], fold(*op), "ring {op:?} on rank {me}");
-            }
-            let row = me as usize * 5..me as usize * 5 + 5;
-            assert_eq!(out[6], fold(pld_sim::ReduceOp::Max)[row]);
         }
     });
 }

@@ -1,7 +1,7 @@
 //! Every tutorial program, run as its own process the way a user runs it:
-//! each example at P = 2, the P-generic ones at P = 4, over QUIC; step 05
-//! in both modes over TCP; and step 05 against real pld-daemon processes
-//! through their gRPC client plane. Each must print OK.
+//! every example in every mode at P = 2 and 4 over QUIC, P = 3 and 8 over
+//! TCP, and against real pld-daemon processes through their gRPC client
+//! plane (2 over QUIC, 3 over TCP). Each must print OK.
 //!
 //! `cargo test` builds the examples; this runs the binaries it built.
 
@@ -53,23 +53,33 @@ const ALL: &[(&str, &[&str])] = &[
     ("09_allreduce_two_phase", &[]),
     ("10_allreduce_ring", &[]),
     ("11_allreduce_builtin", &["mesh", "ring"]),
-    ("12_broadcast", &["", "--use-builtin"]),
-    ("13_allgather", &["", "--use-builtin"]),
-    ("14_reduce_scatter", &["", "--use-builtin"]),
-    ("15_all_to_all", &["", "--use-builtin"]),
+    ("12_broadcast", &["hand", "builtin"]),
+    ("13_allgather", &["hand", "builtin"]),
+    ("14_reduce_scatter", &["hand", "builtin"]),
+    ("15_all_to_all", &["hand", "builtin"]),
     ("16_putting_it_together", &[]),
     ("push_scaled", &[]),
     ("all_to_all_combine", &["fp32", "bf16"]),
 ];
 
-fn run_all(devices: &str, profile: &str) {
+/// The tutorial's steps 09 and 10 split SIZE = 64 into P chunks, so they
+/// run at P = 2, 4 and 8 only (and say so otherwise).
+const SIZE_SPLITS_INTO_P: &[&str] = &["09_allreduce_two_phase", "10_allreduce_ring"];
+
+/// Runs every example (all modes) at `p` ranks, with `extra` arguments
+/// (`-d ...` or `--daemons ...`, a transport).
+fn run_all(p: usize, profile: &str, extra: &[&str]) {
     for (name, modes) in ALL {
-        let base = ["-p", profile, "-d", devices];
+        if 64 % p != 0 && SIZE_SPLITS_INTO_P.contains(name) {
+            continue;
+        }
+        let mut base = vec!["-p", profile];
+        base.extend_from_slice(extra);
         if modes.is_empty() {
             run_ok(name, &base);
         }
         for m in *modes {
-            let mut args = base.to_vec();
+            let mut args = base.clone();
             match *m {
                 "" => {}
                 "--use-builtin" => args.push("--use-builtin"),
@@ -82,54 +92,44 @@ fn run_all(devices: &str, profile: &str) {
 
 #[test]
 fn every_example_prints_ok_at_two_ranks_over_quic() {
-    run_all("0,1", "a2a3sim");
+    run_all(2, "a2a3sim", &["-d", "0,1"]);
+}
+
+#[test]
+fn every_example_prints_ok_at_three_ranks_over_tcp() {
+    // P = 3 is where unsigned `(r - 1) % n` goes wrong.
+    run_all(3, "a2a3sim", &["-d", "0,1,2", "--transport", "tcp"]);
 }
 
 #[test]
 fn every_example_prints_ok_at_four_ranks_over_quic() {
-    // All of them are P-generic.
-    run_all("0,1,2,3", "a5sim");
+    run_all(4, "a5sim", &["-d", "0,1,2,3"]);
 }
 
 #[test]
-fn step_05_prints_ok_in_both_modes_over_tcp() {
-    for mode in ["load", "store"] {
+fn every_example_prints_ok_at_eight_ranks_over_tcp() {
+    run_all(
+        8,
+        "a2a3sim",
+        &["-d", "0,1,2,3,4,5,6,7", "--transport", "tcp"],
+    );
+}
+
+#[test]
+fn every_example_prints_ok_against_real_daemons_through_grpc() {
+    for (kind, p) in [
+        (pld_server::TransportKind::Quic, 2),
+        (pld_server::TransportKind::Tcp, 3),
+    ] {
+        let c = GrpcCluster::start(kind, p, &[]);
+        let daemons = c.grpc.join(",");
+        run_all(p, "a2a3sim", &["--daemons", &daemons]);
+        // A second run finds the daemons' windows cleared for it.
         run_ok(
-            "05_remote_load_store",
-            &[
-                "-p",
-                "a2a3sim",
-                "-d",
-                "0,1",
-                "--mode",
-                mode,
-                "--transport",
-                "tcp",
-            ],
+            "11_allreduce_builtin",
+            &["--daemons", &daemons, "--mode", "ring"],
         );
     }
-}
-
-#[test]
-fn examples_run_against_real_daemons_through_grpc() {
-    let c = GrpcCluster::start(pld_server::TransportKind::Quic, 2, &[]);
-    let daemons = c.grpc.join(",");
-    for (name, mode) in [
-        ("05_remote_load_store", "load"),
-        ("05_remote_load_store", "store"),
-        ("11_allreduce_builtin", "ring"),
-        ("all_to_all_combine", "bf16"),
-    ] {
-        // Twice: a second run finds the daemons' windows cleared for it.
-        for _ in 0..2 {
-            run_ok(
-                name,
-                &["-p", "a2a3sim", "--daemons", &daemons, "--mode", mode],
-            );
-        }
-    }
-    run_ok("04_barrier", &["--daemons", &daemons]);
-    run_ok("16_putting_it_together", &["--daemons", &daemons]);
 }
 
 #[test]
@@ -151,5 +151,48 @@ fn wrong_arguments_are_refused_before_anything_runs() {
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--mode sideways is not one of load, store")
+    );
+    // The same device twice.
+    let out = Command::new(example("05_remote_load_store"))
+        .args(["-d", "0,1,1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("-d lists device 1 twice (positions 1 and 2)"),
+        "{err}"
+    );
+    // A step whose SIZE does not split into P chunks.
+    let out = Command::new(example("10_allreduce_ring"))
+        .args(["-d", "0,1,2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run with P = 2, 4 or 8 ranks, not 3"), "{err}");
+}
+
+#[test]
+fn compile_only_prints_what_each_rank_would_send_without_running() {
+    let out = Command::new(example("12_broadcast"))
+        .args(["-d", "0,1,2", "--mode", "builtin", "--compile-only"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // Root credits both ranks; each pulls root's data and credits it back.
+    for want in [
+        "compile_only: 3 ranks on a2a3sim; nothing was sent",
+        "rank 0 would send 2 messages",
+        "notify AtomicAdd 1 at +256 -> rank 2, window 'data'",
+        "rank 1 would send 2 messages\n  get 256 bytes at +0 -> rank 0, window 'data'",
+        "compile_only done",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in:\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("OK"),
+        "nothing ran, so nothing was checked"
     );
 }

@@ -14,12 +14,14 @@
 //! `system.rs`, `tile.rs` (local ops and the tile tier), `tensor.rs`.
 
 mod alloc;
+mod peer;
 mod system;
 mod tensor;
 mod tile;
 
 use crate::error::{Error, Result};
 use crate::tensor::{DistributedTensor, OnChip, Profile, Shape2, Tensor, Tile};
+pub use alloc::{Symmetry, WindowBuffer, collapse};
 use pld_proto::Rma;
 use pld_proto::region::Chunking;
 use std::collections::HashMap;
@@ -204,6 +206,13 @@ pub struct Device<R: Rma> {
     next: Mutex<HashMap<String, u64>>,
     /// The collectives' scratch area, grown on demand: `(base, bytes)`.
     scratch: Mutex<Option<(u64, u64)>>,
+    /// The allocation log every rank of the launch shares.
+    symmetry: Arc<Symmetry>,
+    /// Signals a collective is using now: `(window, start, end, call)`.
+    signals: Mutex<Vec<(String, u64, u64, &'static str)>>,
+    /// Conditions `defer_wait` registered: the kernel is complete once
+    /// they hold.
+    deferred: Mutex<Vec<system::Deferred>>,
 }
 
 impl<R: Rma> Device<R> {
@@ -219,7 +228,23 @@ impl<R: Rma> Device<R> {
             windows: windows.into_iter().collect(),
             next: Mutex::new(HashMap::new()),
             scratch: Mutex::new(None),
+            symmetry: Arc::new(Symmetry::default()),
+            signals: Mutex::new(Vec::new()),
+            deferred: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Shares `symmetry` with the other ranks of a launch, so that a rank
+    /// that allocates window buffers differently is named, not silently
+    /// given different offsets.
+    pub fn with_symmetry(mut self, symmetry: Arc<Symmetry>) -> Device<R> {
+        self.symmetry = symmetry;
+        self
+    }
+
+    /// The signals collectives hold now.
+    pub(crate) fn signals(&self) -> &Mutex<Vec<(String, u64, u64, &'static str)>> {
+        &self.signals
     }
 
     /// The rank this device runs on.
@@ -243,14 +268,14 @@ impl<R: Rma> Device<R> {
         self.chip.used.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn rma_err(&self) -> impl Fn(R::Error) -> Error + '_ {
+    pub(crate) fn rma_err(&self) -> impl Fn(R::Error) -> Error + '_ {
         move |e| Error::Rma {
             rank: self.rma.rank(),
             message: e.to_string(),
         }
     }
 
-    fn window_id(&self, dt_window: &str) -> Result<R::Window> {
+    pub(crate) fn window_id(&self, dt_window: &str) -> Result<R::Window> {
         self.rma.window(dt_window).map_err(self.rma_err())
     }
 }

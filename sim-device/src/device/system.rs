@@ -5,7 +5,18 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::tensor::{DistributedTensor, Shape2, check_region};
 use pld_proto::Scalar;
+use pld_proto::lock::Locked;
 use pld_proto::{Cmp, Dtype, NotifyOp, Rma};
+
+/// A condition `defer_wait` registered.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    signal: String,
+    window: String,
+    offset: u64,
+    at: Shape2,
+    expected: i32,
+}
 
 impl<R: Rma> Device<R> {
     /// The communication context of a window view (`pld.get_comm_ctx`).
@@ -52,7 +63,7 @@ impl<R: Rma> Device<R> {
         }
     }
 
-    pub(super) fn signal_offset<T: Scalar>(
+    pub(crate) fn signal_offset<T: Scalar>(
         &self,
         call: &'static str,
         signal: &DistributedTensor<T>,
@@ -82,6 +93,7 @@ impl<R: Rma> Device<R> {
         op: NotifyOp,
     ) -> Result<()> {
         let off = self.signal_offset("notify", signal, at)?;
+        self.check_peer("notify", peer)?;
         let win = self.window_id(&signal.window)?;
         self.rma
             .notify(peer, win, off, value, op)
@@ -126,10 +138,56 @@ impl<R: Rma> Device<R> {
             .map_err(self.rma_err())
     }
 
-    /// All ranks arrive before any leaves; orders every remote access
-    /// issued before it (`pld.tensor.barrier(signal)`).
-    pub async fn barrier(&self, _signal: &DistributedTensor<i32>) -> Result<()> {
-        self.rma.barrier().await.map_err(self.rma_err())
+    /// `pld.system.defer_wait`: registers that this kernel is complete only
+    /// once this rank's cell `at` of `signal` is `>= expected`, without
+    /// blocking now. The launcher waits for every registered condition
+    /// after the kernel returns ([`Device::complete`]), with the sync
+    /// deadline; work that depends on the condition belongs after that.
+    /// Only [`Cmp::Ge`] is accepted, as in the seed.
+    pub fn defer_wait(
+        &self,
+        signal: &DistributedTensor<i32>,
+        at: Shape2,
+        expected: i32,
+        cmp: Cmp,
+    ) -> Result<()> {
+        let offset = self.signal_offset("defer_wait", signal, at)?;
+        if cmp != Cmp::Ge {
+            return Err(Error::Usage(format!(
+                "defer_wait on '{}': only WaitCmp.Ge is allowed (a deferred condition must stay true once met); \
+                 use wait for {cmp:?}",
+                signal.name
+            )));
+        }
+        self.deferred.locked().push(Deferred {
+            signal: signal.name.clone(),
+            window: signal.window.clone(),
+            offset,
+            at,
+            expected,
+        });
+        Ok(())
+    }
+
+    /// Waits for every condition `defer_wait` registered; the launcher
+    /// calls it when the kernel returns. Fails naming the first cell that
+    /// did not reach its value by the deadline.
+    pub async fn complete(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.deferred.locked());
+        for d in pending {
+            let win = self.window_id(&d.window)?;
+            self.rma
+                .wait(win, d.offset, Cmp::Ge, d.expected)
+                .await
+                .map_err(|e| Error::Rma {
+                    rank: self.rank(),
+                    message: format!(
+                        "defer_wait on '{}'[{}, {}] >= {} never held: {e}",
+                        d.signal, d.at[0], d.at[1], d.expected
+                    ),
+                })?;
+        }
+        Ok(())
     }
 
     /// Waits for every op this rank issued.

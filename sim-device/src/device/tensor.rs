@@ -22,7 +22,19 @@ impl<R: Rma> Device<R> {
         offsets: Shape2,
         atomic: Atomic,
     ) -> Result<()> {
-        let bytes = src.data.len() as u64 * T::DTYPE.size() as u64;
+        let size = T::DTYPE.size() as u64;
+        let row_bytes = src.shape[1] * size;
+        if src.shape[0] == 0 || row_bytes == 0 || row_bytes % 32 != 0 {
+            return Err(Error::MisalignedRemoteStore {
+                call: "tensor.remote_store",
+                rows: src.shape[0],
+                cols: src.shape[1],
+                dtype: T::DTYPE,
+                row_bytes,
+                multiple: 32 / size,
+            });
+        }
+        let bytes = src.data.len() as u64 * size;
         let capacity = self.chip.profile.capacity();
         if bytes > capacity {
             return Err(Error::TooLargeForRemoteStore {
@@ -70,10 +82,39 @@ impl<R: Rma> Device<R> {
         }
     }
 
-    /// Bulk put of a region of a local tensor into `peer`'s `dst`
-    /// (`pld.tensor.put`): streams in `chunk_rows × chunk_cols` chunks,
-    /// pipelined on request, so it is not bounded by on-chip memory.
-    pub async fn put<T: Scalar>(
+    /// Bulk put of a region of `src` — a local tensor or this rank's view
+    /// of a window — into `peer`'s `dst` (`pld.tensor.put`): streams in
+    /// `chunk_rows × chunk_cols` chunks, pipelined on request, so it is not
+    /// bounded by on-chip memory.
+    pub async fn put<'a, T: Scalar>(
+        &self,
+        dst: &DistributedTensor<T>,
+        peer: u32,
+        src: impl Into<Src<'a, T>>,
+        opts: PutOpts,
+    ) -> Result<()> {
+        match src.into() {
+            Src::Tensor(t) => self.put_tensor(dst, peer, t, opts).await,
+            Src::Window(w) => {
+                // The source region, read from this rank's window (no
+                // message), then put as a tensor of its own.
+                let (_, s, shape, _) = opts.resolve("put", w.shape)?;
+                check_region("put", &w.name, w.shape, s, shape)?;
+                self.check_peer("put", peer)?;
+                let mut t = Tensor::zeros(&w.name, shape);
+                let me = self.rank();
+                self.get_tensor(&mut t, me, w, PutOpts::region([0, 0], s, shape))
+                    .await?;
+                let whole = PutOpts {
+                    src_offsets: opts.src_offsets.map(|_| [0, 0]),
+                    ..opts
+                };
+                self.put_tensor(dst, peer, &t, whole).await
+            }
+        }
+    }
+
+    async fn put_tensor<T: Scalar>(
         &self,
         dst: &DistributedTensor<T>,
         peer: u32,
@@ -83,6 +124,7 @@ impl<R: Rma> Device<R> {
         let (d, s, shape, chunking) = opts.resolve("put", src.shape)?;
         check_region("put", &src.name, src.shape, s, shape)?;
         check_region("put", &dst.name, dst.shape, d, shape)?;
+        self.check_peer("put", peer)?;
         let t = Transfer {
             dtype: T::DTYPE,
             shape: Shape {
@@ -111,10 +153,39 @@ impl<R: Rma> Device<R> {
         r.map_err(self.rma_err())
     }
 
-    /// Bulk get of a region of `peer`'s `src` into a local tensor
-    /// (`pld.tensor.get`); `opts.dst_offsets` are in `dst`, `src_offsets`
-    /// in `src`. `atomic` must be None.
-    pub async fn get<T: Scalar>(
+    /// Bulk get of a region of `peer`'s `src` into `dst` — a local tensor
+    /// or this rank's view of a window (`pld.tensor.get`); `opts.dst_offsets`
+    /// are in `dst`, `src_offsets` in `src`. `atomic` must be None.
+    pub async fn get<'a, T: Scalar>(
+        &self,
+        dst: impl Into<Dst<'a, T>>,
+        peer: u32,
+        src: &DistributedTensor<T>,
+        opts: PutOpts,
+    ) -> Result<()> {
+        match dst.into() {
+            Dst::Tensor(t) => self.get_tensor(t, peer, src, opts).await,
+            Dst::Window(w) => {
+                // Into a tensor of the region's shape, then written to this
+                // rank's window (no message): only the region changes.
+                let (d, s, shape, _) = opts.resolve("get", src.shape)?;
+                check_region("get", &w.name, w.shape, d, shape)?;
+                let mut t = Tensor::zeros(&w.name, shape);
+                let here = PutOpts {
+                    chunk_rows: opts.chunk_rows,
+                    chunk_cols: opts.chunk_cols,
+                    pipeline: opts.pipeline,
+                    ..PutOpts::region([0, 0], s, shape)
+                };
+                self.get_tensor(&mut t, peer, src, here).await?;
+                let me = self.rank();
+                self.write_region("get", &t.data, shape[1], shape, w, me, d, Atomic::None)
+                    .await
+            }
+        }
+    }
+
+    async fn get_tensor<T: Scalar>(
         &self,
         dst: &mut Tensor<T>,
         peer: u32,
@@ -129,6 +200,7 @@ impl<R: Rma> Device<R> {
         let (d, s, shape, chunking) = opts.resolve("get", src.shape)?;
         check_region("get", &src.name, src.shape, s, shape)?;
         check_region("get", &dst.name, dst.shape, d, shape)?;
+        self.check_peer("get", peer)?;
         let t = Transfer {
             dtype: T::DTYPE,
             shape: Shape {
@@ -158,7 +230,7 @@ impl<R: Rma> Device<R> {
     pub async fn read_own<T: Scalar>(&self, dt: &DistributedTensor<T>) -> Result<Tensor<T>> {
         let mut t = Tensor::zeros(&dt.name, dt.shape);
         let me = self.rank();
-        self.get(&mut t, me, dt, PutOpts::default()).await?;
+        self.get_tensor(&mut t, me, dt, PutOpts::default()).await?;
         Ok(t)
     }
 

@@ -85,6 +85,7 @@ impl<R: Rma> Device<R> {
         tile: &mut Tile<T>,
     ) -> Result<()> {
         check_region("remote_load", &dt.name, dt.shape, offsets, shape)?;
+        self.check_peer("remote_load", peer)?;
         let t = Transfer {
             dtype: T::DTYPE,
             shape: Shape {
@@ -126,6 +127,7 @@ impl<R: Rma> Device<R> {
         atomic: Atomic,
     ) -> Result<()> {
         check_region(call, &dt.name, dt.shape, offsets, valid)?;
+        self.check_peer(call, peer)?;
         let t = Transfer {
             dtype: T::DTYPE,
             shape: Shape {
