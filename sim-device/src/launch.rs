@@ -389,7 +389,7 @@ pub async fn start_ranks(
 /// Zeroes the program's part of every daemon's windows, each rank its
 /// own, then waits for all: a kernel sees zeroed windows, as it does on
 /// fresh in-process ranks, whatever earlier runs left in the daemons.
-async fn clear<R: Rma + 'static>(
+pub async fn clear<R: Rma + 'static>(
     devices: &[Arc<Device<R>>],
     windows: &[(String, u64)],
 ) -> Result<()> {
@@ -417,7 +417,9 @@ async fn clear<R: Rma + 'static>(
     Ok(())
 }
 
-async fn connect(
+/// Connects to `args.daemons` (in rank order) and makes a device of each,
+/// with the program's windows (`needs`).
+pub async fn connect(
     args: &Args,
     profile: Profile,
     needs: &[(String, u64)],

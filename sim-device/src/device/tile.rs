@@ -17,6 +17,29 @@ impl<R: Rma> Device<R> {
         Tile::alloc(&self.chip, shape, shape)
     }
 
+    /// A tile of `shape` holding `data` (row-major; `valid` the part that
+    /// holds data), counted against on-chip memory like any tile: for
+    /// bindings whose kernels compute tile values themselves.
+    pub fn tile_from<T: Scalar>(
+        &self,
+        shape: Shape2,
+        valid: Shape2,
+        data: Vec<T>,
+    ) -> Result<Tile<T>> {
+        let mut tile = Tile::alloc(&self.chip, shape, valid)?;
+        if data.len() != tile.data.len() {
+            return Err(crate::error::Error::Usage(format!(
+                "a [{}, {}] tile holds {} elements, got {}",
+                shape[0],
+                shape[1],
+                tile.data.len(),
+                data.len()
+            )));
+        }
+        tile.data = data;
+        Ok(tile)
+    }
+
     /// Loads `shape` at `offsets` of a local tensor or of this rank's
     /// window view into a tile (`pl.load`).
     pub async fn load<'a, T: Scalar>(

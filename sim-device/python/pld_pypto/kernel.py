@@ -1,0 +1,112 @@
+"""The kernel layer: what a rank's kernel holds. A ``Tile`` is the Rust
+device's tile (its share of on-chip memory, alignment checked there) with
+a numpy copy of its values for the math; a ``DistributedTensor`` is this
+rank's view of a window buffer; host arrays (numpy, or torch CPU tensors,
+duck-typed) stay numpy views of the caller's memory, so ``pl.Out`` /
+``pl.InOut`` results are written back in place."""
+
+import numpy as np
+
+from . import runtime
+from .runtime import ViewSpec
+
+# pld dtype name <-> numpy dtype.
+NP = {
+    "fp32": np.float32,
+    "fp16": np.float16,
+    "fp64": np.float64,
+    "int32": np.int32,
+    "int16": np.int16,
+    "int8": np.int8,
+    "int64": np.int64,
+}
+NAME = {np.dtype(v): k for k, v in NP.items()}
+
+
+def dtype_name(array):
+    """The pld dtype of a numpy array."""
+    try:
+        return NAME[np.dtype(array.dtype)]
+    except KeyError:
+        raise TypeError(f"arrays of {array.dtype} are not a pld dtype (fp32, fp16, fp64, int8/16/32/64)") from None
+
+
+def as_numpy(x):
+    """A numpy view of a host array: numpy as is, a torch CPU tensor
+    through ``.numpy()`` (the same memory, so writes reach the caller)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "numpy") and hasattr(x, "device"):
+        return x.detach().numpy() if getattr(x, "requires_grad", False) is False else x.numpy()
+    return x
+
+
+def rank():
+    r = runtime.current_rank()
+    if r is None:
+        raise RuntimeError("this call runs inside a kernel (a function dispatched with device=r)")
+    return r
+
+
+class DistributedTensor:
+    """This rank's view of a window buffer (``pld.DistributedTensor``)."""
+
+    def __init__(self, buf, dims, dtype, name):
+        self.buf, self.dims, self.dtype, self.name = buf, list(dims), dtype, name
+        self.shape2 = rank().check_view(self.spec())
+
+    def spec(self):
+        return (self.buf, self.dims, self.dtype)
+
+    @property
+    def shape(self):
+        return tuple(self.dims)
+
+    def __repr__(self):
+        return f"DistributedTensor({self.name!r}, {self.dims}, {self.dtype})"
+
+
+def to_kernel_arg(a):
+    """A dispatch argument as the kernel sees it."""
+    if isinstance(a, ViewSpec):
+        return DistributedTensor(a.buf.index, a.dims, a.dtype, a.buf.name)
+    if hasattr(a, "numpy") and hasattr(a, "device") and not isinstance(a, np.ndarray):
+        return as_numpy(a)
+    return a
+
+
+class Tile:
+    """A tile on this rank's chip."""
+
+    def __init__(self, native):
+        self.native = native
+        shape, valid, dtype, data = native.parts()
+        self.shape, self.valid_shape, self.dtype = list(shape), list(valid), dtype
+        self.values = np.frombuffer(data, dtype=NP[dtype]).reshape(shape)
+
+    @classmethod
+    def of(cls, values, valid=None):
+        """A tile holding ``values`` (2-D), counted against the chip."""
+        values = np.ascontiguousarray(values)
+        if values.ndim == 1:
+            values = values.reshape(1, -1)
+        if values.ndim != 2:
+            values = values.reshape(-1, values.shape[-1])
+        shape = list(values.shape)
+        return cls(rank().tile_from(values.tobytes(), shape, valid or shape, dtype_name(values)))
+
+    def valid(self):
+        r, c = self.valid_shape
+        return self.values[:r, :c]
+
+    def __repr__(self):
+        return f"Tile({self.shape}, {self.dtype})"
+
+
+def two_d(seq, what):
+    seq = [int(v) for v in seq]
+    if len(seq) == 1:
+        return [0, seq[0]] if what == "offsets" else [1, seq[0]]
+    if len(seq) != 2:
+        raise ValueError(f"{what} {seq}: pld-pypto takes 2-D {what} for window views (collapse leading dims)")
+    return seq

@@ -1,0 +1,158 @@
+"""Programs: the ``pl.jit`` decorators, the ``@pl.program`` class form and
+the run path (``program.compile(...)``, ``ir.compile(...)``, calling the
+compiled program)."""
+
+import enum
+import os
+import tempfile
+
+from . import runtime
+
+
+class FunctionType(enum.Enum):
+    """``pl.FunctionType``."""
+
+    InCore = "InCore"
+    Orchestration = "Orchestration"
+    Opaque = "Opaque"
+
+
+class Level(enum.Enum):
+    """``pl.Level``."""
+
+    HOST = "HOST"
+    CHIP = "CHIP"
+    CORE_GROUP = "CORE_GROUP"
+    CORE = "CORE"
+
+
+class Role(enum.Enum):
+    """``pl.Role``."""
+
+    Orchestrator = "Orchestrator"
+    Worker = "Worker"
+
+
+class JitFunction:
+    """A decorated function: a kernel (called in a rank's thread, or
+    dispatched from the host with ``device=r``) or a host orchestrator
+    (``compile``d and called once)."""
+
+    def __init__(self, fn, kind, owner=None):
+        self.fn, self.kind, self.owner = fn, kind, owner
+        self.__name__ = getattr(fn, "__name__", "kernel")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return JitFunction(self.fn.__get__(obj, objtype), self.kind, owner=obj)
+
+    def __call__(self, *args, device=None, config=None, **kwargs):
+        host = runtime.current_host()
+        if device is not None:
+            if host is None:
+                raise RuntimeError(
+                    f"{self.__name__}(..., device={device}) dispatches to a rank: call it inside the host "
+                    "orchestrator (@pl.jit.host or level=pl.Level.HOST) that compile() runs"
+                )
+            host.dispatch(self.fn, args, kwargs, device)
+            return None
+        if self.kind == "host" and host is None and runtime.current_rank() is None:
+            raise RuntimeError(
+                f"{self.__name__} is a host orchestrator: compile it first "
+                "(program.compile(..., config=RunConfig(...)) or ir.compile(program, ...))"
+            )
+        return self.fn(*args, **kwargs)
+
+    def compile(self, *args, config=None, **kwargs):
+        """``program.compile(x, y, config=RunConfig(...))``."""
+        platform, ids = _config(config)
+        return Compiled(self, platform, ids)
+
+
+class _Jit:
+    """``pl.jit`` (tensor-level kernel), ``pl.jit.incore`` (tile-level
+    kernel), ``pl.jit.host`` (host orchestrator)."""
+
+    def __call__(self, fn=None, **_options):
+        if fn is None:
+            return lambda f: JitFunction(f, "kernel")
+        return JitFunction(fn, "kernel")
+
+    @staticmethod
+    def incore(fn=None, **_options):
+        if fn is None:
+            return lambda f: JitFunction(f, "kernel")
+        return JitFunction(fn, "kernel")
+
+    @staticmethod
+    def host(fn=None, **_options):
+        if fn is None:
+            return lambda f: JitFunction(f, "host")
+        return JitFunction(fn, "host")
+
+
+jit = _Jit()
+
+
+def function(fn=None, *, type=None, level=None, role=None, **_options):  # noqa: A002
+    """``@pl.function(type=..., level=..., role=...)`` in a ``@pl.program``
+    class: ``level=pl.Level.HOST`` marks the host orchestrator."""
+
+    def wrap(f):
+        return JitFunction(f, "host" if level == Level.HOST else "kernel")
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def program(cls):
+    """``@pl.program``: a class whose methods are the program's functions."""
+    cls.__pld_program__ = True
+    return cls
+
+
+def _config(config=None, platform=None, distributed_config=None):
+    if config is not None:
+        platform = platform or getattr(config, "platform", None)
+        distributed_config = distributed_config or getattr(config, "distributed_config", None)
+    ids = list(getattr(distributed_config, "device_ids", None) or [0, 1])
+    return platform or "a2a3sim", ids
+
+
+def compile_program(program, platform=None, distributed_config=None, **_options):
+    """``ir.compile(program, platform=..., distributed_config=...)``."""
+    platform, ids = _config(None, platform, distributed_config)
+    if isinstance(program, JitFunction):
+        return Compiled(program, platform, ids)
+    instance = program() if isinstance(program, type) else program
+    hosts = [
+        getattr(instance, name)
+        for name, attr in vars(type(instance)).items()
+        if isinstance(attr, JitFunction) and attr.kind == "host"
+    ]
+    if len(hosts) != 1:
+        raise ValueError(
+            f"{type(instance).__name__}: a program needs exactly one host orchestrator "
+            f"(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)); found {len(hosts)}"
+        )
+    return Compiled(hosts[0], platform, ids)
+
+
+class Compiled:
+    """A compiled distributed program: call it with the host arguments."""
+
+    def __init__(self, host, platform, device_ids):
+        seen = set()
+        for i, d in enumerate(device_ids):
+            if d in seen:
+                raise ValueError(f"device_ids lists device {d} twice (position {i}); each rank needs its own device id")
+            seen.add(d)
+        self.host, self.platform, self.device_ids = host, platform, list(device_ids)
+        self.output_dir = tempfile.mkdtemp(prefix=f"pld-pypto-{host.__name__}-")
+        with open(os.path.join(self.output_dir, "program.txt"), "w") as f:
+            f.write(f"{host.__name__} on {len(device_ids)} ranks ({platform}), devices {device_ids}\n")
+
+    def __call__(self, *args, config=None, **kwargs):
+        host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
+        runtime.execute(host, self.platform)

@@ -1,0 +1,195 @@
+"""``pypto.language`` (``pl``) on pld: annotations, dtypes, decorators and
+the tile/tensor ops of a kernel. Tile values are computed with numpy; every
+tile is the Rust device's, so capacity and alignment are its rules."""
+
+import builtins
+import contextlib
+
+import numpy as np
+from pld_pypto import kernel
+from pld_pypto.kernel import DistributedTensor as _DT
+from pld_pypto.kernel import Tile, as_numpy
+from pld_pypto.program import FunctionType, Level, Role, function, jit, program
+
+from . import distributed  # noqa: F401
+
+__all__ = [
+    "FunctionType", "Level", "Role", "function", "jit", "program", "Tensor", "Out", "InOut",
+    "Scalar", "dynamic", "load", "store", "add", "sub", "mul", "div", "max", "min", "cast",
+    "read", "write", "range", "at", "Tile",
+]
+
+
+class DataType:
+    """A pl dtype (``pl.FP32``, ...)."""
+
+    def __init__(self, name, nbytes):
+        self.name, self.nbytes = name, nbytes
+
+    def get_byte(self):
+        return self.nbytes
+
+    def __repr__(self):
+        return f"pl.{self.name.upper()}"
+
+
+FP32 = DataType("fp32", 4)
+FP16 = DataType("fp16", 2)
+BF16 = DataType("bf16", 2)
+FP64 = DataType("fp64", 8)
+INT32 = DataType("int32", 4)
+INT16 = DataType("int16", 2)
+INT8 = DataType("int8", 1)
+INT64 = DataType("int64", 8)
+UINT8 = DataType("uint8", 1)
+BOOL = DataType("bool", 1)
+
+
+class _Annotation:
+    """``pl.Tensor[[...], dtype]`` and friends: annotations only."""
+
+    def __init__(self, kind, args):
+        self.kind, self.args = kind, args
+
+    def __repr__(self):
+        return f"{self.kind}{list(self.args) if isinstance(self.args, tuple) else self.args}"
+
+
+class _Subscriptable:
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __getitem__(self, item):
+        return _Annotation(self.kind, item)
+
+
+Tensor = _Subscriptable("Tensor")
+Out = _Subscriptable("Out")
+InOut = _Subscriptable("InOut")
+Scalar = _Subscriptable("Scalar")
+
+
+def dynamic(name):
+    """``pl.dynamic(name)``: a symbolic dimension (annotations only)."""
+    return name
+
+
+range = builtins.range  # noqa: A001
+
+
+def at(level=None, **_options):
+    """``with pl.at(level=...)``: placement; kernels run where they are."""
+    return contextlib.nullcontext()
+
+
+def _offsets_shape(offsets, shape, ndim):
+    offsets = [int(o) for o in offsets]
+    shape = [int(s) for s in shape]
+    if len(offsets) != len(shape):
+        raise ValueError(f"offsets {offsets} and shape {shape} name different numbers of dimensions")
+    if len(offsets) != ndim:
+        raise ValueError(f"offsets {offsets} do not match a tensor of {ndim} dimensions")
+    return offsets, shape
+
+
+def load(src, offsets, shapes=None, valid_shape=None, shape=None):
+    """``pl.load``: a region of a local tensor or of this rank's window view
+    into a tile (on chip: counted and aligned by the device)."""
+    shapes = shapes if shapes is not None else shape
+    if isinstance(src, _DT):
+        tile = kernel.rank().load(src.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"))
+        return Tile(tile)
+    a = as_numpy(src)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"pl.load reads a Tensor or a DistributedTensor, not {type(src).__name__}")
+    offsets, shapes = _offsets_shape(offsets, shapes, a.ndim)
+    for o, s, d in zip(offsets, shapes, a.shape):
+        if o < 0 or o + s > d:
+            raise IndexError(f"pl.load: the region {shapes} at {offsets} does not fit in a tensor of shape {list(a.shape)}")
+    block = a[tuple(builtins.slice(o, o + s) for o, s in zip(offsets, shapes))]
+    values = block.reshape(-1, block.shape[-1]) if block.ndim != 2 else block
+    valid = list(valid_shape) if valid_shape is not None else None
+    return Tile.of(values, valid)
+
+
+def store(tile, offsets, dst):
+    """``pl.store``: a tile's valid part into a local tensor or this rank's
+    window view; returns ``dst`` (the rebind idiom)."""
+    if not isinstance(tile, Tile):
+        raise TypeError(f"pl.store stores a tile, not {type(tile).__name__}")
+    if isinstance(dst, _DT):
+        kernel.rank().store(tile.native, kernel.two_d(offsets, "offsets"), dst.spec())
+        return dst
+    a = as_numpy(dst)
+    v = tile.valid()
+    offsets = [int(o) for o in offsets]
+    region = [1] * (a.ndim - 2) + list(v.shape) if a.ndim >= 2 else [v.size]
+    if len(offsets) != a.ndim:
+        raise ValueError(f"offsets {offsets} do not match a tensor of {a.ndim} dimensions")
+    for o, s, d in zip(offsets, region, a.shape):
+        if o < 0 or o + s > d:
+            raise IndexError(f"pl.store: a [{v.shape[0]}, {v.shape[1]}] tile at {offsets} does not fit in {list(a.shape)}")
+    a[tuple(builtins.slice(o, o + s) for o, s in zip(offsets, region))] = v.reshape(region).astype(a.dtype)
+    return dst
+
+
+def _values(x):
+    if isinstance(x, Tile):
+        return x.values
+    if isinstance(x, (int, float)):
+        return x
+    a = as_numpy(x)
+    if isinstance(a, np.ndarray):
+        return a
+    raise TypeError(f"{type(x).__name__} is not a tile, tensor or scalar")
+
+
+def _binary(name, f):
+    def op(a, b):
+        va, vb = _values(a), _values(b)
+        out = f(va, vb)
+        tiles = [t for t in (a, b) if isinstance(t, Tile)]
+        if tiles:
+            if isinstance(va, np.ndarray) and isinstance(vb, np.ndarray) and va.shape != vb.shape:
+                raise ValueError(f"pl.{name}: shapes {list(va.shape)} and {list(vb.shape)} differ; give operands of one shape")
+            return Tile.of(np.asarray(out, dtype=tiles[0].values.dtype), tiles[0].valid_shape)
+        return out
+
+    op.__name__ = name
+    return op
+
+
+add = _binary("add", np.add)
+sub = _binary("sub", np.subtract)
+mul = _binary("mul", np.multiply)
+div = _binary("div", np.divide)
+max = _binary("max", np.maximum)  # noqa: A001
+min = _binary("min", np.minimum)  # noqa: A001
+
+
+def cast(x, dtype, **_options):
+    """``pl.cast``: a tile (or tensor) converted to ``dtype``."""
+    np_dtype = kernel.NP.get(dtype.name)
+    if np_dtype is None:
+        raise TypeError(f"pl.cast to {dtype!r}: pld-pypto moves fp32, fp16, fp64 and int8/16/32/64")
+    if isinstance(x, Tile):
+        return Tile.of(x.values.astype(np_dtype), x.valid_shape)
+    return as_numpy(x).astype(np_dtype)
+
+
+def read(src, indices):
+    """``pl.read``: one element of a tensor or of this rank's window view."""
+    idx = tuple(int(i) for i in indices)
+    if isinstance(src, _DT):
+        raw = kernel.rank().read(src.spec())
+        values = np.frombuffer(raw, dtype=kernel.NP[src.dtype]).reshape(src.shape2)
+        return values[idx if len(idx) == 2 else (0, idx[-1])].item()
+    return as_numpy(src)[idx].item()
+
+
+def write(dst, indices, value):
+    """``pl.write``: one element of a local tensor."""
+    if isinstance(dst, _DT):
+        raise TypeError("pl.write writes a local tensor; a window view is written with pl.store")
+    as_numpy(dst)[tuple(int(i) for i in indices)] = value
+    return dst

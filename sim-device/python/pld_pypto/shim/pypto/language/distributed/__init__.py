@@ -1,0 +1,297 @@
+"""``pypto.language.distributed`` (``pld``) on pld: the system, tile and
+tensor tiers and the collectives, each one call into the rank's Rust
+device (which checks it and sends its messages)."""
+
+import enum
+import math
+import types
+
+import numpy as np
+from pld_pypto import kernel, runtime
+from pld_pypto.kernel import DistributedTensor as _DT
+from pld_pypto.kernel import Tile, as_numpy, dtype_name
+from pld_pypto.runtime import HostBuffer, ViewSpec
+
+
+class NotifyOp(enum.Enum):
+    """``pld.NotifyOp``."""
+
+    Set = "Set"
+    AtomicAdd = "AtomicAdd"
+
+
+class WaitCmp(enum.Enum):
+    """``pld.WaitCmp``."""
+
+    Eq = "Eq"
+    Ne = "Ne"
+    Gt = "Gt"
+    Ge = "Ge"
+    Lt = "Lt"
+    Le = "Le"
+
+
+class AtomicType(enum.Enum):
+    """``pld.AtomicType``."""
+
+    None_ = "None"
+    Add = "Add"
+
+
+class ReduceOp(enum.Enum):
+    """``pld.ReduceOp``."""
+
+    Sum = "Sum"
+    Max = "Max"
+    Min = "Min"
+    Prod = "Prod"
+
+
+class _DTAnnotation:
+    def __getitem__(self, item):
+        return ("DistributedTensor", item)
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, _DT)
+
+
+DistributedTensor = _DTAnnotation()
+
+
+class CommCtx:
+    """``pld.get_comm_ctx(dt)``: the rank and the rank count."""
+
+    def __init__(self, rank, nranks):
+        self.rank, self.nranks = rank, nranks
+
+
+def _need_dt(call, x):
+    if not isinstance(x, _DT):
+        what = "a local Tensor" if isinstance(as_numpy(x), np.ndarray) else f"a {type(x).__name__}"
+        raise TypeError(
+            f"{call} needs a DistributedTensor, but its operand is {what} that no peer can reach; "
+            "allocate the shared buffer with pld.alloc_window_buffer + pld.window and pass that view"
+        )
+    return x
+
+
+def world_size():
+    """``pld.world_size()``: the number of ranks."""
+    host = runtime.current_host()
+    if host is not None:
+        return host.nranks
+    return kernel.rank().nranks()
+
+
+def get_comm_ctx(dt):
+    """``pld.get_comm_ctx``."""
+    _need_dt("get_comm_ctx", dt)
+    r = kernel.rank()
+    return CommCtx(r.rank(), r.nranks())
+
+
+def rank(ctx):
+    """``pld.rank(ctx)``."""
+    return ctx.rank
+
+
+def nranks(ctx):
+    """``pld.nranks(ctx)``."""
+    return ctx.nranks
+
+
+def alloc_window_buffer(size, dtype=None, name=None):
+    """``pld.alloc_window_buffer(nbytes)`` or ``([shape], dtype=)`` on the
+    host: the next buffer of every rank's window."""
+    host = runtime.current_host()
+    if host is None:
+        raise RuntimeError("pld.alloc_window_buffer runs in the host orchestrator")
+    if isinstance(size, (list, tuple)):
+        if dtype is None:
+            raise ValueError("pld.alloc_window_buffer([shape]) needs dtype=")
+        nbytes = math.prod(int(s) for s in size) * dtype.get_byte()
+    else:
+        nbytes = int(size)
+    return host.alloc(nbytes, name)
+
+
+def window(buf, shape, dtype=None):
+    """``pld.window(buf, shape, dtype=)``: a view of ``buf`` for each
+    dispatched rank."""
+    if not isinstance(buf, HostBuffer):
+        raise TypeError(f"pld.window takes a buffer from pld.alloc_window_buffer, not {type(buf).__name__}")
+    if dtype is None:
+        raise ValueError("pld.window needs dtype=")
+    return ViewSpec(buf, shape, dtype.name)
+
+
+def _peer(p):
+    """A peer index: integer arithmetic only, as on the device's scalar
+    unit (FP32 scalar arithmetic on an index is a kernel bug there)."""
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)):
+        raise TypeError(
+            f"peer {p!r} is a {type(p).__name__}: a peer index is INT32 scalar arithmetic "
+            "(e.g. (my_rank + 1) % nranks); FP32 scalar arithmetic on an index is not allowed on the device"
+        )
+    return int(p)
+
+
+def _atomic(atomic):
+    return atomic == AtomicType.Add
+
+
+def _remote_load(target, peer, offsets, shape, valid_shape=None):
+    _need_dt("pld.tile.remote_load", target)
+    valid = kernel.two_d(valid_shape, "shape") if valid_shape is not None else None
+    t = kernel.rank().remote_load(
+        target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), kernel.two_d(shape, "shape"), valid
+    )
+    return Tile(t)
+
+
+def _tile_remote_store(src_tile, target, peer, offsets, atomic=AtomicType.None_):
+    _need_dt("pld.tile.remote_store", target)
+    if not isinstance(src_tile, Tile):
+        raise TypeError("pld.tile.remote_store stores a tile; for a tensor use pld.tensor.remote_store")
+    kernel.rank().remote_store(src_tile.native, target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic))
+
+
+def _tensor_remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
+    _need_dt("pld.tensor.remote_store", target)
+    a = np.ascontiguousarray(as_numpy(src))
+    a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
+    kernel.rank().tensor_remote_store(
+        a2.tobytes(), list(a2.shape), target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic)
+    )
+
+
+def remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
+    """``pld.remote_store``: dispatches on a Tile or a Tensor."""
+    if isinstance(src, Tile):
+        return _tile_remote_store(src, target, peer, offsets, atomic=atomic)
+    if isinstance(src, _DT):
+        raise TypeError(f"remote_store: the source '{src.name}' is a window view; load it into a tile first, or move it with put")
+    return _tensor_remote_store(src, target, peer, offsets, atomic=atomic)
+
+
+def _region(dst_offsets, src_offsets, shape):
+    if dst_offsets is None and src_offsets is None and shape is None:
+        return None
+    if dst_offsets is None or src_offsets is None or shape is None:
+        return ([], [], [])  # the device names the rule
+    return (kernel.two_d(dst_offsets, "offsets"), kernel.two_d(src_offsets, "offsets"), kernel.two_d(shape, "shape"))
+
+
+def _put(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, atomic=AtomicType.None_,
+         chunk_rows=0, chunk_cols=0, pipeline=False):
+    _need_dt("pld.tensor.put", dst)
+    region = _region(dst_offsets, src_offsets, shape)
+    if region == ([], [], []):
+        raise ValueError("put: dst_offsets, src_offsets and shape go together: give all three, or none to move the whole tensor")
+    r = kernel.rank()
+    if isinstance(src, _DT):
+        r.put(dst.spec(), _peer(peer), b"", [0, 0], src_view=src.spec(), region=region, add=_atomic(atomic),
+              chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
+        return
+    a = np.ascontiguousarray(as_numpy(src))
+    a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
+    r.put(dst.spec(), _peer(peer), a2.tobytes(), list(a2.shape), region=region, add=_atomic(atomic),
+          chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
+
+
+def _get(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, chunk_rows=0, chunk_cols=0, pipeline=False):
+    _need_dt("pld.tensor.get", src)
+    region = _region(dst_offsets, src_offsets, shape)
+    if region == ([], [], []):
+        raise ValueError("get: dst_offsets, src_offsets and shape go together: give all three, or none to move the whole tensor")
+    r = kernel.rank()
+    if isinstance(dst, _DT):
+        r.get(src.spec(), _peer(peer), b"", [0, 0], dst_view=dst.spec(), region=region,
+              chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
+        return
+    a = as_numpy(dst)
+    a2 = np.ascontiguousarray(a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a)
+    out = r.get(src.spec(), _peer(peer), a2.tobytes(), list(a2.shape), region=region,
+                chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
+    a[...] = np.frombuffer(out, dtype=a.dtype).reshape(a.shape)
+
+
+def _notify(target, peer, offsets, value, op=NotifyOp.Set):
+    _need_dt("pld.system.notify", target)
+    kernel.rank().notify(target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), int(value), op.value)
+
+
+def _wait(signal, offsets, expected, cmp=WaitCmp.Ge):
+    _need_dt("pld.system.wait", signal)
+    return kernel.rank().wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
+
+
+def _defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
+    _need_dt("pld.system.defer_wait", signal)
+    kernel.rank().defer_wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
+
+
+def _barrier(signal):
+    _need_dt("pld.tensor.barrier", signal)
+    kernel.rank().barrier(signal.spec())
+    return signal
+
+
+def _allreduce(target, signal=None, *, op=ReduceOp.Sum, mode="mesh"):
+    _need_dt("pld.tensor.allreduce", target)
+    if signal is None:
+        raise ValueError("pld.tensor.allreduce in a kernel needs its signal: allreduce(target, signal, op=..., mode=...)")
+    kernel.rank().collective("allreduce", target.spec(), _need_dt("allreduce", signal).spec(), op=op.value, mode=mode)
+    return target
+
+
+def _broadcast(target, signal, *, root):
+    _need_dt("pld.tensor.broadcast", target)
+    kernel.rank().collective("broadcast", target.spec(), _need_dt("broadcast", signal).spec(), root=int(root))
+    return target
+
+
+def _reduce_scatter(target, signal, *, op=ReduceOp.Sum):
+    _need_dt("pld.tensor.reduce_scatter", target)
+    kernel.rank().collective("reduce_scatter", target.spec(), _need_dt("reduce_scatter", signal).spec(), op=op.value)
+    return target
+
+
+def _pushed(name, local, target, signal):
+    _need_dt(f"pld.tensor.{name}", target)
+    s = _need_dt(name, signal).spec()
+    if isinstance(local, _DT):
+        kernel.rank().collective(name, target.spec(), s, src_view=local.spec())
+    else:
+        a = np.ascontiguousarray(as_numpy(local))
+        a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
+        if dtype_name(a2) != target.dtype:
+            a2 = a2.astype(kernel.NP[target.dtype])
+        kernel.rank().collective(name, target.spec(), s, data=a2.tobytes(), shape=list(a2.shape))
+    return target
+
+
+def _allgather(local_data, target, signal):
+    return _pushed("allgather", local_data, target, signal)
+
+
+def _all_to_all(input, target, signal):  # noqa: A002
+    return _pushed("all_to_all", input, target, signal)
+
+
+system = types.SimpleNamespace(
+    world_size=world_size, get_comm_ctx=get_comm_ctx, rank=rank, nranks=nranks,
+    notify=_notify, wait=_wait, defer_wait=_defer_wait,
+)
+tile = types.SimpleNamespace(remote_load=_remote_load, remote_store=_tile_remote_store)
+tensor = types.SimpleNamespace(
+    alloc_window_buffer=alloc_window_buffer, window=window, remote_store=_tensor_remote_store,
+    put=_put, get=_get, barrier=_barrier, allreduce=_allreduce, broadcast=_broadcast,
+    reduce_scatter=_reduce_scatter, allgather=_allgather, all_to_all=_all_to_all,
+)
+remote_load = _remote_load
+notify = _notify
+wait = _wait
+barrier = _barrier
+put = _put
+get = _get

@@ -1,0 +1,89 @@
+"""Fixtures: the ``pld-pypto`` command of the installed package, and real
+``pld-daemon`` processes for the runs against daemons."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def pld_pypto():
+    exe = shutil.which("pld-pypto", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.fail("pld-pypto is not installed in this environment: pip install ./sim-device/python")
+    return exe
+
+
+def run(script, *args, env=None, timeout=120):
+    """Runs ``pld-pypto [opts] script args``; returns the CompletedProcess."""
+    opts, rest = [], list(args)
+    while rest and rest[0] in ("--transport", "--daemons", "--timeout"):
+        opts += rest[:2]
+        rest = rest[2:]
+    return subprocess.run(
+        [pld_pypto(), *opts, str(script), *rest],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def daemon_bin():
+    env = os.environ.get("PLD_DAEMON_BIN")
+    if env:
+        return env
+    p = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "debug" / "pld-daemon"
+    if not p.exists():
+        pytest.fail("no pld-daemon binary: run `cargo build -p pld-server` or set PLD_DAEMON_BIN")
+    return str(p)
+
+
+def _ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+@pytest.fixture(scope="module")
+def daemons():
+    """Two pld-daemons (QUIC, mutual TLS), their gRPC addresses joined."""
+    n = 2
+    ports = _ports(2 * n)
+    peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
+    grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
+    tls = tempfile.mkdtemp(prefix="pld-pypto-tls-")
+    subprocess.run([daemon_bin(), "certs", "--ranks", str(n), "--out", tls], check=True, stdout=subprocess.DEVNULL)
+    procs = [
+        subprocess.Popen(
+            [daemon_bin(), "--rank", str(r), "--peers", peers, "--tls-dir", tls, "--grpc", grpc[r],
+             "--window", "data=32MiB", "--window", "signal=64KiB", "--sync-timeout", "20s"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        for r in range(n)
+    ]
+    try:
+        for p in procs:
+            # The ready line says the mesh is up and gRPC serves (the daemon
+            # exits, ending its output, if it cannot get there).
+            while True:
+                line = p.stdout.readline()
+                if not line:
+                    pytest.fail(f"a pld-daemon exited before it was ready: {p.wait()}")
+                if " ready on " in line:
+                    break
+        yield ",".join(grpc)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        shutil.rmtree(tls, ignore_errors=True)
