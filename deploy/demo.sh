@@ -2,7 +2,8 @@
 # The two-node demo: builds pld-daemon and the ring-shift program as static
 # binaries, builds the FROM-scratch image, starts rank 0 and rank 1 with
 # docker-compose and runs the seed's ring shift against them through gRPC;
-# it prints OK.
+# it prints OK; then runs step 05 from Python through pld-pypto --daemons
+# against the same two containers (when pld-pypto is installed).
 #
 #   deploy/demo.sh               the demo; the cluster is removed afterwards
 #   deploy/demo.sh --kill-check  then also kills rank 1's container and
@@ -63,6 +64,27 @@ echo "== the ring shift through gRPC" >&2
 if ! "${compose[@]}" run --rm demo; then
     "${compose[@]}" logs rank0 rank1 >&2
     exit 1
+fi
+
+echo "== step 05 from Python through pld-pypto --daemons" >&2
+# pld-pypto runs on the host, inside rank 0's network namespace (the demo
+# network is internal: nothing is published), against both containers'
+# gRPC ports; scripts/test installs it into the venv.
+pypto="${PLD_VENV:-$target/venv}/bin/pld-pypto"
+if [ -x "$pypto" ] && command -v nsenter >/dev/null; then
+    ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$("${compose[@]}" ps -q "$1")"; }
+    pid0=$(docker inspect -f '{{.State.Pid}}' "$("${compose[@]}" ps -q rank0)")
+    if ! PLD_CLIENT_TOKEN=pld-demo-token nsenter -t "$pid0" -n "$pypto" \
+        --daemons "$(ip_of rank0):50051,$(ip_of rank1):50051" \
+        sim-device/python/examples/05_remote_load_store.py -p a2a3sim -d 0,1 --mode store; then
+        "${compose[@]}" logs rank0 rank1 >&2
+        exit 1
+    fi
+elif [ "${CI:-}" = true ]; then
+    echo "CI: pld-pypto ($pypto) and nsenter are needed for the pld-pypto step" >&2
+    exit 1
+else
+    echo "skipping the pld-pypto step: install it first (pip install ./sim-device/python into $pypto's venv)" >&2
 fi
 
 if $kill_check; then

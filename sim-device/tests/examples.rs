@@ -24,6 +24,17 @@ fn example(name: &str) -> PathBuf {
     bin
 }
 
+/// The tests of this file run one at a time: each example run and each
+/// daemon cluster picks free loopback ports and binds them a moment later,
+/// and two starting at once could pick the same port.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs `name args...` and checks that it printed OK and succeeded.
 fn run_ok(name: &str, args: &[&str]) {
     let out = Command::new(example(name))
@@ -92,22 +103,26 @@ fn run_all(p: usize, profile: &str, extra: &[&str]) {
 
 #[test]
 fn every_example_prints_ok_at_two_ranks_over_quic() {
+    let _one = serial();
     run_all(2, "a2a3sim", &["-d", "0,1"]);
 }
 
 #[test]
 fn every_example_prints_ok_at_three_ranks_over_tcp() {
+    let _one = serial();
     // P = 3 is where unsigned `(r - 1) % n` goes wrong.
     run_all(3, "a2a3sim", &["-d", "0,1,2", "--transport", "tcp"]);
 }
 
 #[test]
 fn every_example_prints_ok_at_four_ranks_over_quic() {
+    let _one = serial();
     run_all(4, "a5sim", &["-d", "0,1,2,3"]);
 }
 
 #[test]
 fn every_example_prints_ok_at_eight_ranks_over_tcp() {
+    let _one = serial();
     run_all(
         8,
         "a2a3sim",
@@ -117,6 +132,7 @@ fn every_example_prints_ok_at_eight_ranks_over_tcp() {
 
 #[test]
 fn every_example_prints_ok_against_real_daemons_through_grpc() {
+    let _one = serial();
     for (kind, p) in [
         (pld_server::TransportKind::Quic, 2),
         (pld_server::TransportKind::Tcp, 3),
@@ -134,6 +150,7 @@ fn every_example_prints_ok_against_real_daemons_through_grpc() {
 
 #[test]
 fn wrong_arguments_are_refused_before_anything_runs() {
+    let _one = serial();
     // --daemons in the wrong order.
     let c = GrpcCluster::start(pld_server::TransportKind::Tcp, 2, &[]);
     let swapped = format!("{},{}", c.grpc[1], c.grpc[0]);
@@ -175,6 +192,7 @@ fn wrong_arguments_are_refused_before_anything_runs() {
 
 #[test]
 fn compile_only_prints_what_each_rank_would_send_without_running() {
+    let _one = serial();
     let out = Command::new(example("12_broadcast"))
         .args(["-d", "0,1,2", "--mode", "builtin", "--compile-only"])
         .output()

@@ -333,10 +333,7 @@ impl PyRank {
                         let src = view::<T, _>(d, &self.bufs, s)?;
                         d.put(&dst, peer, &src, opts).await
                     }
-                    None => {
-                        let src = Tensor::<T>::new("src", shape, from_bytes(data))?;
-                        d.put(&dst, peer, &src, opts).await
-                    }
+                    None => d.put_bytes(&dst, peer, "src", data, shape, opts).await,
                 }
             }))
         })

@@ -121,8 +121,32 @@ impl<R: Rma> Device<R> {
         src: &Tensor<T>,
         opts: PutOpts,
     ) -> Result<()> {
-        let (d, s, shape, chunking) = opts.resolve("put", src.shape)?;
-        check_region("put", &src.name, src.shape, s, shape)?;
+        self.put_bytes(dst, peer, &src.name, &to_bytes(&src.data), src.shape, opts)
+            .await
+    }
+
+    /// `put` of a local source given as the row-major bytes of a `shape`
+    /// tensor named `name` — for bindings whose data already is bytes, so
+    /// that nothing converts element by element on the way.
+    pub async fn put_bytes<T: Scalar>(
+        &self,
+        dst: &DistributedTensor<T>,
+        peer: u32,
+        name: &str,
+        bytes: &[u8],
+        src_shape: Shape2,
+        opts: PutOpts,
+    ) -> Result<()> {
+        let (d, s, shape, chunking) = opts.resolve("put", src_shape)?;
+        let want = src_shape[0] * src_shape[1] * T::DTYPE.size() as u64;
+        if bytes.len() as u64 != want {
+            return Err(Error::Usage(format!(
+                "put: '{name}' of shape {src_shape:?} needs {want} bytes of {}, got {}",
+                T::DTYPE,
+                bytes.len()
+            )));
+        }
+        check_region("put", name, src_shape, s, shape)?;
         check_region("put", &dst.name, dst.shape, d, shape)?;
         self.check_peer("put", peer)?;
         let t = Transfer {
@@ -136,17 +160,16 @@ impl<R: Rma> Device<R> {
                 row_stride: dst.shape[1],
             },
             src: Layout {
-                offset: s[0] * src.shape[1] + s[1],
-                row_stride: src.shape[1],
+                offset: s[0] * src_shape[1] + s[1],
+                row_stride: src_shape[1],
             },
         };
-        let bytes = to_bytes(&src.data);
         let win = self.window_id(&dst.window)?;
         let r = match opts.atomic {
-            Atomic::None => self.rma.put_region(peer, win, &t, &bytes, chunking).await,
+            Atomic::None => self.rma.put_region(peer, win, &t, bytes, chunking).await,
             Atomic::Add => {
                 self.rma
-                    .atomic_add_region(peer, win, &t, &bytes, chunking)
+                    .atomic_add_region(peer, win, &t, bytes, chunking)
                     .await
             }
         };
