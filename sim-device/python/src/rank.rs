@@ -79,7 +79,7 @@ impl PyRank {
     ) -> PyResult<T> {
         let mut cancel = self.cancel.clone();
         py.detach(|| {
-            self.rt.block_on(async move {
+            let op = async move {
                 tokio::select! {
                     r = fut => r.map_err(|e| e.to_string()),
                     c = cancel.wait_for(|c| c.is_some()) => Err(match c {
@@ -87,10 +87,39 @@ impl PyRank {
                         Err(_) => "cancelled: the run ended".to_string(),
                     }),
                 }
-            })
+            };
+            let mut op = std::pin::pin!(op);
+            // A short op completes while this thread polls it again,
+            // yielding its core between polls to the runtime's workers: no
+            // park and no wake-up between threads (each costs tens of
+            // microseconds on this machine). A long one parks.
+            let spin = spin_budget();
+            if !spin.is_zero() {
+                let _in_runtime = self.rt.enter();
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                let start = std::time::Instant::now();
+                while start.elapsed() < spin {
+                    if let std::task::Poll::Ready(r) = op.as_mut().poll(&mut cx) {
+                        return r;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            self.rt.block_on(op)
         })
         .map_err(py_err)
     }
+}
+
+/// How long a device call polls before it parks: `PLD_PYPTO_SPIN_US`,
+/// 300 us by default (an op on loopback completes within it; a wait or a
+/// barrier that takes longer parks and costs no CPU after that).
+fn spin_budget() -> std::time::Duration {
+    let us = std::env::var("PLD_PYPTO_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300u64);
+    std::time::Duration::from_micros(us)
 }
 
 /// The typed view `v` of `d`'s buffers.
