@@ -5,6 +5,7 @@ import argparse
 import os
 import runpy
 import sys
+import traceback
 
 from .options import OPTIONS
 
@@ -41,7 +42,8 @@ def main(argv=None):
         runpy.run_path(ns.script, run_name="__main__")
     except SystemExit:
         raise
-    except Exception as e:  # noqa: BLE001 - a failed program, said in one line
+    except Exception as e:  # noqa: BLE001 - a failed program: its traceback, then one line
+        traceback.print_exc()
         print(f"pld-pypto: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     return 0
