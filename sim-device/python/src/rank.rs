@@ -236,6 +236,26 @@ impl PyRank {
         })
     }
 
+    /// `pl.load` of an N-D region of this rank's window view (its dims
+    /// are the view's): the device collapses it to one rectangle or says
+    /// why it cannot.
+    fn load_nd(
+        &self,
+        py: Python<'_>,
+        v: View,
+        offsets: Vec<u64>,
+        shape: Vec<u64>,
+    ) -> PyResult<NativeTile> {
+        let dev = self.dev()?;
+        by_dtype!(v.2.as_str(), T => {
+            let t = on_dev!(dev, d => self.run(py, async {
+                let dt = view::<T, _>(d, &self.bufs, &v)?;
+                d.load_nd(&dt, &v.1, &offsets, &shape).await
+            }))?;
+            Ok(NativeTile { tile: T::wrap(t) })
+        })
+    }
+
     /// `pl.load` of this rank's window view.
     fn load(
         &self,

@@ -69,6 +69,10 @@ CASES = {
         "    pld.tile.remote_load(data, peer=me + 2, offsets=[0, 0], shape=[1, 64])",
         "remote_load: peer 2 is not a rank: the ranks are 0 to 1",
     ),
+    "an_n_d_region_that_does_not_match_the_view": (
+        "    pl.load(data, [0, 1, 0], [2, 2, 64])",
+        "is not one 2-D rectangle once the leading dimensions are collapsed into rows",
+    ),
     "a_region_outside_the_window_view": (
         "    pld.tile.remote_store(pl.load(x, [0, 0], [1, 64]), data, peer=1 - me, offsets=[64, 0])",
         "does not fit in 'buffer0' of shape [64, 64]",

@@ -82,3 +82,50 @@ def test_compile_only_prints_the_output_dir_and_runs_nothing():
     out = run(EXAMPLES / "05_remote_load_store.py", "-d", "0,1", "--compile-only")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("compile_only done: ") and "OK" not in out.stdout
+
+
+ND_PROGRAM = """\
+import numpy as np
+import pypto.language as pl
+import pypto.language.distributed as pld
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import RunConfig
+
+
+@pl.jit.incore
+def kernel(x, y, cube, signal):
+    me = pld.rank(pld.get_comm_ctx(cube))
+    # Stage rows of x into the [2, 4, 64] view, then read a [1, 2, 64]
+    # region back (rows 6 and 7 once collapsed) from the next rank.
+    for i in pl.range(8):
+        cube = pl.store(pl.load(x, [0, i, 0], [1, 1, 64]), [i, 0], cube)
+    pld.tensor.barrier(signal)
+    mine = pl.load(cube, [1, 2, 0], [1, 2, 64])
+    y = pl.store(mine, [0, 0], y)
+    pld.tensor.barrier(signal)
+    return y
+
+
+@pl.jit.host
+def host(x, y):
+    cube_buf = pld.alloc_window_buffer([2, 4, 64], dtype=pl.FP32)
+    signal_buf = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        cube = pld.window(cube_buf, [2, 4, 64], dtype=pl.FP32)
+        kernel(x[r], y[r], cube, pld.window(signal_buf, [2, 1], dtype=pl.INT32), device=r)
+
+
+x = np.arange(2 * 8 * 64, dtype=np.float32).reshape(2, 1, 8, 64)
+y = np.zeros((2, 2, 64), np.float32)
+cfg = RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))
+host.compile(x, y, config=cfg)(x, y, config=cfg)
+assert np.array_equal(y, x[:, 0, 6:8, :]), y
+print("OK")
+"""
+
+
+def test_n_d_window_views_load_the_collapsed_rectangle(tmp_path):
+    script = tmp_path / "nd.py"
+    script.write_text(ND_PROGRAM)
+    out = run(script)
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr

@@ -97,6 +97,8 @@ def load(src, offsets, shapes=None, valid_shape=None, shape=None):
     into a tile (on chip: counted and aligned by the device)."""
     shapes = shapes if shapes is not None else shape
     if isinstance(src, _DT):
+        if len(offsets) > 2 or len(src.dims) > 2:
+            return Tile(kernel.rank().load_nd(src.spec(), [int(o) for o in offsets], [int(s) for s in shapes]))
         tile = kernel.rank().load(src.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"))
         return Tile(tile)
     a = as_numpy(src)
