@@ -1,7 +1,7 @@
 //! Every tutorial program, run as its own process the way a user runs it:
-//! every example in every mode at P = 2 and 4 over QUIC, P = 3 and 8 over
-//! TCP, and against real pld-daemon processes through their gRPC client
-//! plane (2 over QUIC, 3 over TCP). Each must print OK.
+//! every example in every mode at P = 2, 3, 4 and 8, each over QUIC and
+//! over TCP, and against real pld-daemon processes through their gRPC
+//! client plane (2 over QUIC, 3 over TCP). Each must print OK.
 //!
 //! `cargo test` builds the examples; this runs the binaries it built.
 
@@ -101,33 +101,37 @@ fn run_all(p: usize, profile: &str, extra: &[&str]) {
     }
 }
 
-#[test]
-fn every_example_prints_ok_at_two_ranks_over_quic() {
-    let _one = serial();
-    run_all(2, "a2a3sim", &["-d", "0,1"]);
+/// Every example at `p` ranks over QUIC and over TCP.
+fn run_both_transports(p: usize, profile: &str) {
+    let devices = (0..p).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    for transport in ["quic", "tcp"] {
+        run_all(p, profile, &["-d", &devices, "--transport", transport]);
+    }
 }
 
 #[test]
-fn every_example_prints_ok_at_three_ranks_over_tcp() {
+fn every_example_prints_ok_at_two_ranks() {
+    let _one = serial();
+    run_both_transports(2, "a2a3sim");
+}
+
+#[test]
+fn every_example_prints_ok_at_three_ranks() {
     let _one = serial();
     // P = 3 is where unsigned `(r - 1) % n` goes wrong.
-    run_all(3, "a2a3sim", &["-d", "0,1,2", "--transport", "tcp"]);
+    run_both_transports(3, "a2a3sim");
 }
 
 #[test]
-fn every_example_prints_ok_at_four_ranks_over_quic() {
+fn every_example_prints_ok_at_four_ranks() {
     let _one = serial();
-    run_all(4, "a5sim", &["-d", "0,1,2,3"]);
+    run_both_transports(4, "a5sim");
 }
 
 #[test]
-fn every_example_prints_ok_at_eight_ranks_over_tcp() {
+fn every_example_prints_ok_at_eight_ranks() {
     let _one = serial();
-    run_all(
-        8,
-        "a2a3sim",
-        &["-d", "0,1,2,3,4,5,6,7", "--transport", "tcp"],
-    );
+    run_both_transports(8, "a2a3sim");
 }
 
 #[test]
