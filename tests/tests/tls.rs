@@ -233,14 +233,17 @@ both!(
         for _ in 0..30 {
             attempt().await;
         }
-        // The rate limit is a second: one more attempt after it reports
-        // the ones left out.
-        tokio::time::sleep(Duration::from_millis(1100)).await;
-        attempt().await;
-        let counted = c.daemons[0].wait_log(
-            "more like it since the last report",
-            Duration::from_secs(10),
-        );
+        // The rate limit is a second: the first attempt after it reports
+        // the ones left out. Keep attempting until that report shows.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut counted = false;
+        while !counted && std::time::Instant::now() < deadline {
+            attempt().await;
+            counted = c.daemons[0].wait_log(
+                "more like it since the last report",
+                Duration::from_millis(250),
+            );
+        }
         let log = c.daemons.remove(0).kill_and_stderr();
         assert!(counted, "the left-out ones are counted:\n{log}");
         let lines: Vec<&str> = log
