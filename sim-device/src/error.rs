@@ -206,6 +206,16 @@ pub enum Error {
         row_bytes: u64,
         multiple: u64,
     },
+    /// A shape whose element count does not fit any window or chip.
+    #[error(
+        "{call}: '{name}' of shape {dims:?} has more than 2^48 elements, more than any window or chip holds; \
+         check the shape"
+    )]
+    TooLarge {
+        call: &'static str,
+        name: String,
+        dims: Vec<u64>,
+    },
     /// The program's arguments are wrong.
     #[error("{0}")]
     Usage(String),

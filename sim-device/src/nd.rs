@@ -112,8 +112,12 @@ pub fn collapse_region(
     let row = lead_off
         .iter()
         .zip(lead)
-        .fold(0u64, |acc, (o, d)| acc * d + o);
-    let rows: u64 = lead_shape.iter().product();
+        .try_fold(0u64, |acc, (o, d)| acc.checked_mul(*d)?.checked_add(*o))
+        .ok_or_else(bad)?;
+    let rows = lead_shape
+        .iter()
+        .try_fold(1u64, |a, s| a.checked_mul(*s))
+        .ok_or_else(bad)?;
     Ok(([row, offsets[n]], [rows, shape[n]]))
 }
 

@@ -12,6 +12,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// `[rows, cols]`, in elements.
 pub type Shape2 = [u64; 2];
 
+/// The most elements a shape may have: the bytes of any dtype's elements
+/// then fit in a `u64` with room, so the offset arithmetic cannot overflow.
+const MAX_ELEMS: u64 = 1 << 48;
+
+/// The element count of `dims`, or [`Error::TooLarge`] naming `name` when it
+/// exceeds [`MAX_ELEMS`] (or overflows): every shape that comes from a
+/// caller goes through here before any arithmetic on it.
+pub(crate) fn elems(call: &'static str, name: &str, dims: &[u64]) -> Result<u64> {
+    dims.iter()
+        .try_fold(1u64, |n, d| n.checked_mul(*d))
+        .filter(|n| *n <= MAX_ELEMS)
+        .ok_or_else(|| Error::TooLarge {
+            call,
+            name: name.into(),
+            dims: dims.to_vec(),
+        })
+}
+
 /// A rank-private 2-D tensor in the rank's global memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor<T> {
@@ -39,10 +57,10 @@ impl<T: Scalar> Tensor<T> {
 
     /// A tensor of `shape` holding `data` (row-major).
     pub fn new(name: &str, shape: Shape2, data: Vec<T>) -> Result<Tensor<T>> {
-        if data.len() as u64 != shape[0] * shape[1] {
+        let n = elems("tensor", name, &shape)?;
+        if data.len() as u64 != n {
             return Err(Error::Usage(format!(
-                "tensor '{name}' of shape {shape:?} needs {} elements, got {}",
-                shape[0] * shape[1],
+                "tensor '{name}' of shape {shape:?} needs {n} elements, got {}",
                 data.len()
             )));
         }
@@ -271,6 +289,7 @@ impl<T> Drop for Tile<T> {
 impl<T: Scalar> Tile<T> {
     /// Reserves on-chip memory for a `shape` tile of zeros.
     pub(crate) fn alloc(chip: &Arc<OnChip>, shape: Shape2, valid: Shape2) -> Result<Tile<T>> {
+        elems("tile", "a tile", &shape)?;
         let size = T::DTYPE.size() as u64;
         let row_bytes = shape[1] * size;
         if shape[0] == 0 || shape[1] == 0 || row_bytes % 32 != 0 {
@@ -481,6 +500,31 @@ mod tests {
     }
 
     use half::f16;
+
+    #[test]
+    fn a_shape_too_large_for_anything_is_an_error_not_an_overflow() {
+        let c = chip(Profile::A5sim);
+        let huge = 1u64 << 62;
+        for e in [
+            Tile::<f32>::alloc(&c, [huge, huge], [1, 1]).unwrap_err(),
+            Tensor::<f32>::new("x", [huge, huge], vec![]).unwrap_err(),
+            crate::nd::collapse_region(
+                "load",
+                "x",
+                &[huge, huge, 8],
+                &[huge - 1, 0, 0],
+                &[1, 1, 8],
+            )
+            .unwrap_err(),
+        ] {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("more than 2^48 elements") || msg.contains("not one 2-D rectangle"),
+                "{msg}"
+            );
+        }
+        assert_eq!(elems("t", "x", &[1 << 24, 1 << 24]).unwrap(), 1 << 48);
+    }
 
     #[test]
     fn slices_and_regions_are_bounds_checked() {

@@ -122,3 +122,31 @@ def test_a_rank_that_raises_cancels_the_others_at_once(tmp_path):
     assert "rank 1 failed at" in out.stderr and "rank one gives up" in out.stderr, out.stderr
     # Rank 0's barrier was cancelled, not left to its 60 s deadline.
     assert took < 30, f"took {took:.1f}s"
+
+
+def test_shapes_too_large_for_anything_are_refused_not_overflowed():
+    """Shapes come from the program: the device's arithmetic on them is
+    checked, so a huge one is an error, never an overflow (a panic)."""
+    from pld_pypto import PldError, _native
+
+    c = _native.Cluster(2)
+    try:
+        r0 = c.ranks()[0]
+        r0.alloc_window_buffer("b", 256)
+        huge = [1 << 62, 1 << 62]
+        view = (0, [1, 64], "fp32")
+        calls = [
+            lambda: r0.tile_from(b"", huge, [1, 1], "fp32"),
+            lambda: r0.check_view((0, [1 << 40, 1 << 40, 1 << 40], "fp32")),
+            lambda: r0.put(view, 1, b"", huge),
+            lambda: r0.tensor_remote_store(b"", huge, view, 1, [0, 0], False),
+            lambda: r0.load(view, [0, 0], huge),
+            lambda: r0.get(view, 1, b"", huge),
+            lambda: r0.alloc_window_buffer("too big", (1 << 64) - 1),
+        ]
+        for call in calls:
+            with pytest.raises(PldError) as e:
+                call()
+            assert "2^48 elements" in str(e.value) or "needs" in str(e.value), str(e.value)
+    finally:
+        c.close()

@@ -12,7 +12,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::tensor::{DistributedTensor, Shape2};
+use crate::tensor::{DistributedTensor, Shape2, elems};
 use pld_proto::lock::Locked;
 use pld_proto::{Dtype, Rma, Scalar};
 
@@ -112,11 +112,12 @@ impl WindowBuffer {
 }
 
 /// `[rows, cols]` of N-D `dims`: the leading dimensions collapse into rows
-/// (`[4, 1, 64]` is `[4, 64]`; `[64]` is `[1, 64]`).
+/// (`[4, 1, 64]` is `[4, 64]`; `[64]` is `[1, 64]`). Saturating: a shape too
+/// large for anything is refused where it is used (`elems`), not here.
 pub fn collapse(dims: &[u64]) -> Shape2 {
     match dims.split_last() {
         None => [1, 1],
-        Some((last, lead)) => [lead.iter().product(), *last],
+        Some((last, lead)) => [lead.iter().fold(1u64, |a, d| a.saturating_mul(*d)), *last],
     }
 }
 
@@ -134,8 +135,8 @@ impl<R: Rma> Device<R> {
         dims: &[u64],
         dtype: Dtype,
     ) -> Result<WindowBuffer> {
-        let [rows, cols] = collapse(dims);
-        self.alloc_window_buffer(name, rows * cols * dtype.size() as u64)
+        let n = elems("alloc_window_buffer", name, dims)?;
+        self.alloc_window_buffer(name, n * dtype.size() as u64)
     }
 
     /// A window buffer in another of the program's windows.
@@ -162,8 +163,8 @@ impl<R: Rma> Device<R> {
         buf: &WindowBuffer,
         dims: &[u64],
     ) -> Result<DistributedTensor<T>> {
+        let bytes = elems("window", &buf.name, dims)? * T::DTYPE.size() as u64;
         let shape = collapse(dims);
-        let bytes = shape[0] * shape[1] * T::DTYPE.size() as u64;
         if bytes > buf.bytes {
             return Err(Error::ViewTooLarge {
                 buffer: buf.name.clone(),
@@ -188,7 +189,7 @@ impl<R: Rma> Device<R> {
         window: &str,
         shape: Shape2,
     ) -> Result<DistributedTensor<T>> {
-        let bytes = shape[0] * shape[1] * T::DTYPE.size() as u64;
+        let bytes = elems("alloc", name, &shape)? * T::DTYPE.size() as u64;
         let buf = self.alloc_window_buffer_in(name, window, bytes)?;
         self.window(&buf, &shape)
     }
@@ -221,7 +222,7 @@ impl<R: Rma> Device<R> {
         let mut next = self.next.locked();
         let at = next.entry(window.to_string()).or_insert(0);
         let base = at.div_ceil(64) * 64;
-        let end = base + bytes;
+        let end = base.saturating_add(bytes);
         if end > size {
             return Err(Error::WindowFull {
                 window: window.into(),
