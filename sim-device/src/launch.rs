@@ -170,13 +170,14 @@ pub fn input<T: Scalar>(name: &str, rank: u32, shape: Shape2) -> Tensor<T> {
 /// `torch.randn((N_RANKS, 1, SIZE))`, made deterministic): its index `r`
 /// (`x[r]`) is rank r's [`input`].
 pub fn input_nd<T: Scalar>(name: &str, nranks: u32, per_rank: Shape2) -> Tensor<T> {
-    let data = (0..nranks)
-        .flat_map(|r| input::<T>(name, r, per_rank).data)
-        .collect();
-    let mut t = Tensor::new(name, [u64::from(nranks) * per_rank[0], per_rank[1]], data)
-        .unwrap_or_else(|_| Tensor::zeros(name, [0, 0]));
-    t.dims = vec![u64::from(nranks), per_rank[0], per_rank[1]];
-    t
+    Tensor {
+        name: name.into(),
+        shape: [u64::from(nranks) * per_rank[0], per_rank[1]],
+        dims: vec![u64::from(nranks), per_rank[0], per_rank[1]],
+        data: (0..nranks)
+            .flat_map(|r| input::<T>(name, r, per_rank).data)
+            .collect(),
+    }
 }
 
 /// The golden of an all-reduce: the elementwise sum of every `x[r]`.
@@ -286,7 +287,7 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
 }
 
 /// Each device id names one rank: a duplicate is an error naming it.
-fn check_devices(ids: &[u32]) -> Result<()> {
+pub fn check_devices(ids: &[u32]) -> Result<()> {
     for (i, id) in ids.iter().enumerate() {
         if let Some(j) = ids[..i].iter().position(|d| d == id) {
             return Err(Error::Usage(format!(

@@ -33,11 +33,12 @@ def dtype_name(array):
 
 def as_numpy(x):
     """A numpy view of a host array: numpy as is, a torch CPU tensor
-    through ``.numpy()`` (the same memory, so writes reach the caller)."""
+    through ``.detach().numpy()`` (the same memory, so writes reach the
+    caller); anything else unchanged."""
     if isinstance(x, np.ndarray):
         return x
-    if hasattr(x, "numpy") and hasattr(x, "device"):
-        return x.detach().numpy() if getattr(x, "requires_grad", False) is False else x.numpy()
+    if hasattr(x, "detach") and hasattr(x, "numpy"):
+        return x.detach().numpy()
     return x
 
 
@@ -70,9 +71,7 @@ def to_kernel_arg(a):
     """A dispatch argument as the kernel sees it."""
     if isinstance(a, ViewSpec):
         return DistributedTensor(a.buf.index, a.dims, a.dtype, a.buf.name)
-    if hasattr(a, "numpy") and hasattr(a, "device") and not isinstance(a, np.ndarray):
-        return as_numpy(a)
-    return a
+    return as_numpy(a)
 
 
 class Tile:

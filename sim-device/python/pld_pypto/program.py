@@ -6,7 +6,7 @@ import enum
 import os
 import tempfile
 
-from . import runtime
+from . import _native, runtime
 
 
 class FunctionType(enum.Enum):
@@ -143,11 +143,7 @@ class Compiled:
     """A compiled distributed program: call it with the host arguments."""
 
     def __init__(self, host, platform, device_ids):
-        seen = set()
-        for i, d in enumerate(device_ids):
-            if d in seen:
-                raise ValueError(f"device_ids lists device {d} twice (position {i}); each rank needs its own device id")
-            seen.add(d)
+        _native.check_devices([int(d) for d in device_ids])
         self.host, self.platform, self.device_ids = host, platform, list(device_ids)
         self.output_dir = tempfile.mkdtemp(prefix=f"pld-pypto-{host.__name__}-")
         with open(os.path.join(self.output_dir, "program.txt"), "w") as f:

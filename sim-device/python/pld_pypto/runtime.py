@@ -87,6 +87,10 @@ def _program_line(tb):
     return f"{f.filename}:{f.lineno} ({f.line})"
 
 
+def _cancelled(e):
+    return str(e).startswith("cancelled:")
+
+
 def execute(host, platform):
     """Starts the ranks and runs every dispatch; returns when all ended."""
     from .kernel import to_kernel_arg  # the kernel layer needs the rank handles
@@ -113,11 +117,9 @@ def execute(host, platform):
                 fn(*[to_kernel_arg(a) for a in args], **{k: to_kernel_arg(v) for k, v in kwargs.items()})
             ranks[r].complete()
         except BaseException as e:  # noqa: BLE001 - reported with its rank
-            if r not in failures and not str(e).startswith("cancelled:"):
-                failures[r] = (e, _program_line(e.__traceback__))
+            failures[r] = (e, _program_line(e.__traceback__))
+            if not _cancelled(e):
                 cluster.cancel(f"rank {r} failed: {e}")
-            elif r not in failures:
-                failures.setdefault(r, (e, _program_line(e.__traceback__)))
         finally:
             _local.rank = None
 
@@ -127,14 +129,13 @@ def execute(host, platform):
     for t in threads:
         t.join()
     try:
-        real = {r: f for r, f in failures.items() if not str(f[0]).startswith("cancelled:")}
-        if real:
-            r = min(real)
-            e, line = real[r]
+        # The cause is the lowest rank that failed on its own; the others
+        # were cancelled because of it.
+        causes = sorted(failures, key=lambda r: (_cancelled(failures[r][0]), r))
+        if causes:
+            r = causes[0]
+            e, line = failures[r]
             raise RunError(f"rank {r} failed at {line}: {e}") from e
-        if failures:
-            r = min(failures)
-            raise RunError(f"rank {r}: {failures[r][0]}")
         cluster.check_symmetric()
     finally:
         cluster.close()

@@ -56,7 +56,6 @@ pub(crate) use on_dev;
 #[pyclass(module = "pld_pypto._native")]
 #[derive(Debug)]
 pub struct Cluster {
-    rt: Arc<tokio::runtime::Runtime>,
     ranks: Vec<Py<rank::PyRank>>,
     cancel: watch::Sender<Option<String>>,
     symmetry: Arc<Symmetry>,
@@ -147,7 +146,6 @@ impl Cluster {
             ranks.push(Py::new(py, r)?);
         }
         Ok(Cluster {
-            rt,
             ranks,
             cancel,
             symmetry,
@@ -179,9 +177,13 @@ impl Cluster {
         for r in &ranks {
             r.borrow_mut(py).release();
         }
-        drop(ranks);
-        let _ = &self.rt;
     }
+}
+
+/// Refuses a device id listed twice (the launcher's rule).
+#[pyfunction]
+fn check_devices(ids: Vec<u32>) -> PyResult<()> {
+    launch::check_devices(&ids).map_err(py_err)
 }
 
 /// The window buffers a rank allocated, by index.
@@ -193,6 +195,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PldError", m.py().get_type::<PldError>())?;
     m.add_class::<Cluster>()?;
+    m.add_function(wrap_pyfunction!(check_devices, m)?)?;
     m.add_class::<rank::PyRank>()?;
     m.add_class::<rank::NativeTile>()?;
     Ok(())

@@ -5,7 +5,7 @@
 
 use crate::dtype::{AnyTile, Tiled, by_dtype};
 use crate::{Buffers, Dev, on_dev, py_err};
-use pld_proto::dtype::{from_bytes, to_bytes};
+use pld_proto::dtype::from_bytes;
 use pld_proto::{Cmp, Element, NotifyOp, ReduceOp, Rma, Scalar};
 use pld_sim::{Algo, Atomic, Device, DistributedTensor, PutOpts, Tensor};
 use pyo3::prelude::*;
@@ -354,8 +354,9 @@ impl PyRank {
 
     /// `pld.tensor.put` from a local tensor (`data` of `shape`) or, with
     /// `src_view`, from this rank's window view; `region` is
-    /// `(dst_offsets, src_offsets, shape)`.
-    #[pyo3(signature = (v, peer, data, shape, src_view=None, region=None, add=false, chunk_rows=0, chunk_cols=0, pipeline=false))]
+    /// `(dst_offsets, src_offsets, shape)`, each given or not (the device
+    /// says when they do not go together).
+    #[pyo3(signature = (v, peer, data, shape, src_view=None, region=(None, None, None), add=false, chunk_rows=0, chunk_cols=0, pipeline=false))]
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -365,7 +366,7 @@ impl PyRank {
         data: &[u8],
         shape: [u64; 2],
         src_view: Option<View>,
-        region: Option<([u64; 2], [u64; 2], [u64; 2])>,
+        region: Region,
         add: bool,
         chunk_rows: u64,
         chunk_cols: u64,
@@ -390,7 +391,7 @@ impl PyRank {
 
     /// `pld.tensor.get` into a local tensor (`data` of `shape`, returned
     /// updated) or, with `dst_view`, into this rank's window view.
-    #[pyo3(signature = (v, peer, data, shape, dst_view=None, region=None, chunk_rows=0, chunk_cols=0, pipeline=false))]
+    #[pyo3(signature = (v, peer, data, shape, dst_view=None, region=(None, None, None), chunk_rows=0, chunk_cols=0, pipeline=false))]
     #[allow(clippy::too_many_arguments)]
     fn get<'py>(
         &self,
@@ -400,7 +401,7 @@ impl PyRank {
         data: &[u8],
         shape: [u64; 2],
         dst_view: Option<View>,
-        region: Option<([u64; 2], [u64; 2], [u64; 2])>,
+        region: Region,
         chunk_rows: u64,
         chunk_cols: u64,
         pipeline: bool,
@@ -418,9 +419,9 @@ impl PyRank {
                         Ok(Vec::new())
                     }
                     None => {
-                        let mut dst = Tensor::<T>::new("dst", shape, from_bytes(data))?;
-                        d.get(&mut dst, peer, &src, opts).await?;
-                        Ok(to_bytes(dst.data()))
+                        let mut dst = data.to_vec();
+                        d.get_bytes(&mut dst, "dst", shape, peer, &src, opts).await?;
+                        Ok(dst)
                     }
                 }
             }))
@@ -434,7 +435,11 @@ impl PyRank {
         let out: Vec<u8> = by_dtype!(v.2.as_str(), T => {
             on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
-                Ok(to_bytes(d.read_own(&dt).await?.data()))
+                let [rows, cols] = dt.shape();
+                let mut out = vec![0u8; (rows * cols) as usize * T::DTYPE.size()];
+                let me = d.rank();
+                d.get_bytes(&mut out, dt.name(), dt.shape(), me, &dt, PutOpts::default()).await?;
+                Ok(out)
             }))
         })?;
         Ok(PyBytes::new(py, &out))
@@ -575,20 +580,23 @@ fn cmp_of(cmp: &str) -> PyResult<Cmp> {
     })
 }
 
+/// `(dst_offsets, src_offsets, shape)` of a put or get.
+type Region = (Option<[u64; 2]>, Option<[u64; 2]>, Option<[u64; 2]>);
+
 fn put_opts(
-    region: Option<([u64; 2], [u64; 2], [u64; 2])>,
+    region: Region,
     add: bool,
     chunk_rows: u64,
     chunk_cols: u64,
     pipeline: bool,
 ) -> PutOpts {
-    let mut o = match region {
-        Some((d, s, shape)) => PutOpts::region(d, s, shape),
-        None => PutOpts::default(),
-    };
-    o.atomic = atomic(add);
-    o.chunk_rows = (chunk_rows > 0).then_some(chunk_rows);
-    o.chunk_cols = (chunk_cols > 0).then_some(chunk_cols);
-    o.pipeline = pipeline;
-    o
+    PutOpts {
+        dst_offsets: region.0,
+        src_offsets: region.1,
+        shape: region.2,
+        atomic: atomic(add),
+        chunk_rows: (chunk_rows > 0).then_some(chunk_rows),
+        chunk_cols: (chunk_cols > 0).then_some(chunk_cols),
+        pipeline,
+    }
 }

@@ -62,18 +62,10 @@ impl<R: Rma> Device<R> {
         let n = target.shape()[0] * target.shape()[1];
         self.quiet().await?;
         self.disseminate(CALL, signal, 0).await?;
-        let mut acc: Option<Vec<T>> = None;
-        for r in 0..p {
-            let v = self.fetch(CALL, target, r, 0..n).await?;
-            acc = Some(match acc {
-                None => v,
-                Some(a) => a.into_iter().zip(v).map(|(a, b)| op.apply(a, b)).collect(),
-            });
-        }
+        let acc = self.reduce_all(CALL, target, 0..n, op).await?;
         self.disseminate(CALL, signal, 0).await?;
         let me = self.rank();
-        self.deposit(CALL, target, me, 0, &acc.unwrap_or_default())
-            .await
+        self.deposit(CALL, target, me, 0, &acc).await
     }
 
     async fn allreduce_ring<T: Scalar>(

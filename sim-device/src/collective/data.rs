@@ -74,7 +74,7 @@ impl<R: Rma> Device<R> {
     ) -> Result<()> {
         const CALL: &str = "allgather";
         let block = self.block_of(CALL, local.into(), target).await?;
-        self.push_then_barrier(CALL, target, signal, |_| block.clone())
+        self.push_then_barrier(CALL, target, signal, &block, |_| 0..block.len())
             .await
     }
 
@@ -100,8 +100,9 @@ impl<R: Rma> Device<R> {
         }
         let b = self.blocks(CALL, target)?;
         let data = input.0;
-        self.push_then_barrier(CALL, target, signal, |j| {
-            data[(j as u64 * b) as usize..((j as u64 + 1) * b) as usize].to_vec()
+        let b = b as usize;
+        self.push_then_barrier(CALL, target, signal, &data, |j| {
+            j as usize * b..(j as usize + 1) * b
         })
         .await
     }
@@ -122,27 +123,22 @@ impl<R: Rma> Device<R> {
         let me = u64::from(self.rank());
         self.quiet().await?;
         self.disseminate(CALL, signal, 0).await?;
-        let mut acc: Option<Vec<T>> = None;
-        for r in 0..p {
-            let v = self.fetch(CALL, target, r, me * b..(me + 1) * b).await?;
-            acc = Some(match acc {
-                None => v,
-                Some(a) => a.into_iter().zip(v).map(|(a, b)| op.apply(a, b)).collect(),
-            });
-        }
+        let acc = self
+            .reduce_all(CALL, target, me * b..(me + 1) * b, op)
+            .await?;
         self.disseminate(CALL, signal, 0).await?;
-        let acc = acc.unwrap_or_default();
         self.deposit(CALL, target, self.rank(), me * b, &acc).await
     }
 
-    /// Puts `block(j)` into block r of rank j's `target` for every rank j,
-    /// then a barrier on `signal`.
+    /// Puts `data[block(j)]` into block r of rank j's `target` for every
+    /// rank j, then a barrier on `signal`.
     async fn push_then_barrier<T: Scalar>(
         &self,
         call: &'static str,
         target: &DistributedTensor<T>,
         signal: &DistributedTensor<i32>,
-        block: impl Fn(u32) -> Vec<T>,
+        data: &[T],
+        block: impl Fn(u32) -> std::ops::Range<usize>,
     ) -> Result<()> {
         let p = self.world_size();
         let b = self.blocks(call, target)?;
@@ -150,7 +146,7 @@ impl<R: Rma> Device<R> {
         let me = self.rank();
         for k in 0..p {
             let j = self.peer_next(i64::from(k));
-            self.deposit(call, target, j, u64::from(me) * b, &block(j))
+            self.deposit(call, target, j, u64::from(me) * b, &data[block(j)])
                 .await?;
         }
         self.quiet().await?;

@@ -174,6 +174,25 @@ impl<R: Rma> Device<R> {
         Ok(pld_proto::dtype::from_bytes(&bytes))
     }
 
+    /// Elements `range` of every rank's `dt`, folded with `op` in rank order
+    /// (so every rank computes bit-identical floats): one get per peer.
+    pub(crate) async fn reduce_all<T: Scalar>(
+        &self,
+        call: &'static str,
+        dt: &DistributedTensor<T>,
+        range: std::ops::Range<u64>,
+        op: pld_proto::ReduceOp,
+    ) -> Result<Vec<T>> {
+        let mut acc = self.fetch(call, dt, 0, range.clone()).await?;
+        for r in 1..self.world_size() {
+            let v = self.fetch(call, dt, r, range.clone()).await?;
+            for (a, b) in acc.iter_mut().zip(v) {
+                *a = op.apply(*a, b);
+            }
+        }
+        Ok(acc)
+    }
+
     /// Writes `data` at element `at` of `peer`'s `dt` (contiguous): one
     /// put, or none for this rank's own view.
     pub(crate) async fn deposit<T: Scalar>(

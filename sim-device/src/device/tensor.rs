@@ -97,19 +97,21 @@ impl<R: Rma> Device<R> {
             Src::Tensor(t) => self.put_tensor(dst, peer, t, opts).await,
             Src::Window(w) => {
                 // The source region, read from this rank's window (no
-                // message), then put as a tensor of its own.
+                // message) into bytes, then put from them.
                 let (_, s, shape, _) = opts.resolve("put", w.shape)?;
                 check_region("put", &w.name, w.shape, s, shape)?;
                 self.check_peer("put", peer)?;
-                let mut t = Tensor::zeros(&w.name, shape);
+                let mut region = vec![0u8; (shape[0] * shape[1]) as usize * T::DTYPE.size()];
                 let me = self.rank();
-                self.get_tensor(&mut t, me, w, PutOpts::region([0, 0], s, shape))
+                let here = PutOpts::region([0, 0], s, shape);
+                self.get_bytes(&mut region, &w.name, shape, me, w, here)
                     .await?;
                 let whole = PutOpts {
                     src_offsets: opts.src_offsets.map(|_| [0, 0]),
                     ..opts
                 };
-                self.put_tensor(dst, peer, &t, whole).await
+                self.put_bytes(dst, peer, &w.name, &region, shape, whole)
+                    .await
             }
         }
     }
@@ -138,7 +140,7 @@ impl<R: Rma> Device<R> {
         opts: PutOpts,
     ) -> Result<()> {
         let (d, s, shape, chunking) = opts.resolve("put", src_shape)?;
-        let want = src_shape[0] * src_shape[1] * T::DTYPE.size() as u64;
+        let want = crate::tensor::elems("put", name, &src_shape)? * T::DTYPE.size() as u64;
         if bytes.len() as u64 != want {
             return Err(Error::Usage(format!(
                 "put: '{name}' of shape {src_shape:?} needs {want} bytes of {}, got {}",
@@ -215,14 +217,42 @@ impl<R: Rma> Device<R> {
         src: &DistributedTensor<T>,
         opts: PutOpts,
     ) -> Result<()> {
+        let mut bytes = to_bytes(&dst.data);
+        self.get_bytes(&mut bytes, &dst.name, dst.shape, peer, src, opts)
+            .await?;
+        dst.data = from_bytes(&bytes);
+        Ok(())
+    }
+
+    /// `get` into a local destination given as the row-major bytes of a
+    /// `dst_shape` tensor named `name` (the region lands in place, the rest
+    /// is kept) — for bindings whose data already is bytes, so that nothing
+    /// converts element by element on the way.
+    pub async fn get_bytes<T: Scalar>(
+        &self,
+        dst: &mut [u8],
+        name: &str,
+        dst_shape: Shape2,
+        peer: u32,
+        src: &DistributedTensor<T>,
+        opts: PutOpts,
+    ) -> Result<()> {
         if opts.atomic != Atomic::None {
             return Err(Error::Usage(
                 "get: atomic applies to stores; get reads plainly".into(),
             ));
         }
         let (d, s, shape, chunking) = opts.resolve("get", src.shape)?;
+        let want = crate::tensor::elems("get", name, &dst_shape)? * T::DTYPE.size() as u64;
+        if dst.len() as u64 != want {
+            return Err(Error::Usage(format!(
+                "get: '{name}' of shape {dst_shape:?} needs {want} bytes of {}, got {}",
+                T::DTYPE,
+                dst.len()
+            )));
+        }
         check_region("get", &src.name, src.shape, s, shape)?;
-        check_region("get", &dst.name, dst.shape, d, shape)?;
+        check_region("get", name, dst_shape, d, shape)?;
         self.check_peer("get", peer)?;
         let t = Transfer {
             dtype: T::DTYPE,
@@ -235,18 +265,15 @@ impl<R: Rma> Device<R> {
                 row_stride: src.shape[1],
             },
             dst: Layout {
-                offset: d[0] * dst.shape[1] + d[1],
-                row_stride: dst.shape[1],
+                offset: d[0] * dst_shape[1] + d[1],
+                row_stride: dst_shape[1],
             },
         };
-        let mut bytes = to_bytes(&dst.data);
         let win = self.window_id(&src.window)?;
         self.rma
-            .get_region(peer, win, &t, &mut bytes, chunking)
+            .get_region(peer, win, &t, dst, chunking)
             .await
-            .map_err(self.rma_err())?;
-        dst.data = from_bytes(&bytes);
-        Ok(())
+            .map_err(self.rma_err())
     }
 
     /// Reads this rank's whole view into a local tensor.

@@ -175,19 +175,19 @@ def remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
 
 
 def _region(dst_offsets, src_offsets, shape):
-    if dst_offsets is None and src_offsets is None and shape is None:
-        return None
-    if dst_offsets is None or src_offsets is None or shape is None:
-        return ([], [], [])  # the device names the rule
-    return (kernel.two_d(dst_offsets, "offsets"), kernel.two_d(src_offsets, "offsets"), kernel.two_d(shape, "shape"))
+    """The three region arguments, each 2-D or absent; the device checks
+    that they go together."""
+
+    def opt(v, what):
+        return None if v is None else kernel.two_d(v, what)
+
+    return (opt(dst_offsets, "offsets"), opt(src_offsets, "offsets"), opt(shape, "shape"))
 
 
 def _put(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, atomic=AtomicType.None_,
          chunk_rows=0, chunk_cols=0, pipeline=False):
     _need_dt("pld.tensor.put", dst)
     region = _region(dst_offsets, src_offsets, shape)
-    if region == ([], [], []):
-        raise ValueError("put: dst_offsets, src_offsets and shape go together: give all three, or none to move the whole tensor")
     r = kernel.rank()
     if isinstance(src, _DT):
         r.put(dst.spec(), _peer(peer), b"", [0, 0], src_view=src.spec(), region=region, add=_atomic(atomic),
@@ -202,8 +202,6 @@ def _put(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, atom
 def _get(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, chunk_rows=0, chunk_cols=0, pipeline=False):
     _need_dt("pld.tensor.get", src)
     region = _region(dst_offsets, src_offsets, shape)
-    if region == ([], [], []):
-        raise ValueError("get: dst_offsets, src_offsets and shape go together: give all three, or none to move the whole tensor")
     r = kernel.rank()
     if isinstance(dst, _DT):
         r.get(src.spec(), _peer(peer), b"", [0, 0], dst_view=dst.spec(), region=region,
