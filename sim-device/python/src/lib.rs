@@ -9,6 +9,7 @@
 //! releases the GIL so that the ranks' kernels run concurrently in Python
 //! threads. A failed rank cancels the others' pending calls at once.
 
+mod driver;
 mod dtype;
 mod rank;
 
@@ -98,9 +99,7 @@ impl Cluster {
             )));
         }
         let rt = Arc::new(
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
+            driver::Driver::start()
                 .map_err(|e| py_err(format!("cannot start the runtime: {e}")))?,
         );
         let wins = windows(data_bytes, signal_bytes);

@@ -41,7 +41,7 @@ impl NativeTile {
 #[derive(Debug)]
 pub struct PyRank {
     dev: Option<Dev>,
-    rt: Arc<tokio::runtime::Runtime>,
+    rt: Arc<crate::driver::Driver>,
     cancel: watch::Receiver<Option<String>>,
     bufs: Buffers,
 }
@@ -49,7 +49,7 @@ pub struct PyRank {
 impl PyRank {
     pub(crate) fn new(
         dev: Dev,
-        rt: Arc<tokio::runtime::Runtime>,
+        rt: Arc<crate::driver::Driver>,
         cancel: watch::Receiver<Option<String>>,
     ) -> PyRank {
         PyRank {
@@ -70,8 +70,9 @@ impl PyRank {
             .ok_or_else(|| py_err("this rank has been shut down"))
     }
 
-    /// Runs a device call with the GIL released; a cancelled run fails it
-    /// at once with the reason.
+    /// Runs a device call with the GIL released, this thread driving the
+    /// ranks' I/O meanwhile ([`crate::driver`]); a cancelled run fails it at
+    /// once with the reason.
     fn run<T: Send>(
         &self,
         py: Python<'_>,
@@ -88,38 +89,10 @@ impl PyRank {
                     }),
                 }
             };
-            let mut op = std::pin::pin!(op);
-            // A short op completes while this thread polls it again,
-            // yielding its core between polls to the runtime's workers: no
-            // park and no wake-up between threads (each costs tens of
-            // microseconds on this machine). A long one parks.
-            let spin = spin_budget();
-            if !spin.is_zero() {
-                let _in_runtime = self.rt.enter();
-                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                let start = std::time::Instant::now();
-                while start.elapsed() < spin {
-                    if let std::task::Poll::Ready(r) = op.as_mut().poll(&mut cx) {
-                        return r;
-                    }
-                    std::thread::yield_now();
-                }
-            }
             self.rt.block_on(op)
         })
         .map_err(py_err)
     }
-}
-
-/// How long a device call polls before it parks: `PLD_PYPTO_SPIN_US`,
-/// 300 us by default (an op on loopback completes within it; a wait or a
-/// barrier that takes longer parks and costs no CPU after that).
-fn spin_budget() -> std::time::Duration {
-    let us = std::env::var("PLD_PYPTO_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300u64);
-    std::time::Duration::from_micros(us)
 }
 
 /// The typed view `v` of `d`'s buffers.
