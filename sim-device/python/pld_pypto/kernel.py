@@ -75,13 +75,42 @@ def to_kernel_arg(a):
 
 
 class Tile:
-    """A tile on this rank's chip."""
+    """A tile on this rank's chip; its values are read from the device the
+    first time the kernel's math needs them (a tile that only travels —
+    ``remote_load`` then ``pl.store`` — never crosses into numpy)."""
 
     def __init__(self, native):
         self.native = native
-        shape, valid, dtype, data = native.parts()
-        self.shape, self.valid_shape, self.dtype = list(shape), list(valid), dtype
-        self.values = np.frombuffer(data, dtype=NP[dtype]).reshape(shape)
+        self._values = None
+
+    def _parts(self):
+        shape, valid, dtype, data = self.native.parts()
+        self._shape, self._valid, self._dtype = list(shape), list(valid), dtype
+        self._values = np.frombuffer(data, dtype=NP[dtype]).reshape(shape)
+
+    @property
+    def values(self):
+        if self._values is None:
+            self._parts()
+        return self._values
+
+    @property
+    def shape(self):
+        if self._values is None:
+            self._parts()
+        return self._shape
+
+    @property
+    def valid_shape(self):
+        if self._values is None:
+            self._parts()
+        return self._valid
+
+    @property
+    def dtype(self):
+        if self._values is None:
+            self._parts()
+        return self._dtype
 
     @classmethod
     def of(cls, values, valid=None):
@@ -103,6 +132,8 @@ class Tile:
 
 
 def two_d(seq, what):
+    if type(seq) is list and len(seq) == 2 and type(seq[0]) is int and type(seq[1]) is int:
+        return seq
     seq = [int(v) for v in seq]
     if len(seq) == 1:
         return [0, seq[0]] if what == "offsets" else [1, seq[0]]
