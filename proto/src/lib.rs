@@ -8,7 +8,8 @@
 //! - [`track`]: the per-peer table of outstanding operations behind
 //!   completion, `quiet` and its diagnostics; [`reply`]: what a reply
 //!   means for the op it answers.
-//! - [`barrier`]: the dissemination barrier.
+//! - [`barrier`]: the dissemination barrier; [`checked`]: the happens-before
+//!   rules and window shadows of checked mode (the race detector).
 //! - [`signal`]: the comparisons of `wait` and `test`.
 //! - [`dtype`]: element types and their byte encodings.
 //! - [`region`]: 2-D regions, transfers and chunk plans.
@@ -24,6 +25,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod barrier;
+pub mod checked;
 pub mod collective;
 pub mod dtype;
 pub mod frame;

@@ -333,6 +333,6 @@ impl Barrier {
 }
 
 #[cfg(test)]
-mod harness;
+pub(crate) mod harness;
 #[cfg(test)]
 mod tests;
