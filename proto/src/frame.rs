@@ -84,6 +84,7 @@ pub fn error_header(id: u64, code: ErrorCode, message: String) -> Header {
             code: code as i32,
             message,
         })),
+        checked: None,
     }
 }
 
@@ -352,6 +353,7 @@ mod tests {
                 offset: 64,
                 region: None,
             })),
+            checked: None,
         }
     }
 
@@ -368,6 +370,7 @@ mod tests {
                 len: 16,
                 region: None,
             })),
+            checked: None,
         };
         wire.extend_from_slice(&encode(&get, b""));
         // Feed one byte at a time: every prefix must either wait or yield a frame.
@@ -446,6 +449,7 @@ mod tests {
         let ack = Header {
             id: 3,
             body: Some(Body::Ack(Ack {})),
+            checked: None,
         };
         assert_eq!(MsgKind::of(&ack), MsgKind::Ack);
         assert_eq!(MsgKind::of(&Header::default()), MsgKind::Empty);

@@ -42,6 +42,17 @@ pub enum Mismatch {
         remote_rank: u32,
         remote: u32,
     },
+    /// One side runs checked mode and the other does not.
+    #[error(
+        "checked mode mismatch: rank {local_rank} runs {}, rank {remote_rank} {}: start every rank with the same --checked",
+        on_off(*.local), on_off(*.remote)
+    )]
+    Checked {
+        local_rank: u32,
+        local: bool,
+        remote_rank: u32,
+        remote: bool,
+    },
     /// The peer claims a rank outside the cluster.
     #[error("a peer claims rank {rank}, but the cluster has ranks 0 to {last}", last = .nranks.saturating_sub(1))]
     RankOutOfRange { rank: u32, nranks: u32 },
@@ -74,6 +85,14 @@ pub enum Mismatch {
     WindowOrder { rank: u32 },
 }
 
+fn on_off(checked: bool) -> &'static str {
+    if checked {
+        "with --checked"
+    } else {
+        "without it"
+    }
+}
+
 /// Checks that `remote` may join the cluster `local` belongs to. With
 /// `expected_rank`, the remote must also be that rank (the dialing side knows
 /// whom it dialed).
@@ -100,6 +119,14 @@ pub fn check(local: &Hello, remote: &Hello, expected_rank: Option<u32>) -> Resul
             local: local.nranks,
             remote_rank: remote.rank,
             remote: remote.nranks,
+        });
+    }
+    if local.checked != remote.checked {
+        return Err(Mismatch::Checked {
+            local_rank: local.rank,
+            local: local.checked,
+            remote_rank: remote.rank,
+            remote: remote.checked,
         });
     }
     if remote.rank >= remote.nranks {
@@ -273,6 +300,7 @@ mod tests {
             epoch: 0,
             barrier_epoch: 1,
             listen: String::new(),
+            checked: false,
         }
     }
 

@@ -51,6 +51,7 @@ pub fn answer(op: OpKind, body: Option<Body>) -> Answer {
             got: MsgKind::of(&Header {
                 id: 0,
                 body: Some(b),
+                checked: None,
             })
             .name(),
         },

@@ -56,6 +56,7 @@ fn seeds() -> Vec<Vec<u8>> {
             epoch: 0,
             barrier_epoch: 1,
             listen: String::new(),
+            checked: false,
         }),
         Body::Put(pb::PeerPut {
             window: 0,
@@ -112,6 +113,7 @@ fn seeds() -> Vec<Vec<u8>> {
             let h = Header {
                 id: i as u64 + 1,
                 body: Some(b),
+                checked: None,
             };
             frame::encode(&h, &[7u8; 32][..(i * 3) % 33]).to_vec()
         })
@@ -261,6 +263,7 @@ fn random_hellos_never_panic_the_handshake_check() {
         epoch: 0,
         barrier_epoch: 1,
         listen: String::new(),
+        checked: false,
     };
     let valid = local.encode_to_vec();
     let mut rng = Rng(42);
@@ -322,6 +325,7 @@ fn out_of_range_hellos_never_panic_admission_nor_blame_an_unproven_rank() {
         epoch: 7,
         barrier_epoch: 1,
         listen: String::new(),
+        checked: false,
     };
     let mut rng = Rng(7);
     let u32s = [0, 1, 2, 3, 4, 5, 99, u32::MAX - 1, u32::MAX];
@@ -350,6 +354,7 @@ fn out_of_range_hellos_never_panic_admission_nor_blame_an_unproven_rank() {
             epoch: pick64(&mut rng),
             barrier_epoch: pick64(&mut rng),
             listen: String::new(),
+            checked: false,
         };
         if rng.below(4) == 0 {
             remote.windows = local.windows.clone();

@@ -164,6 +164,8 @@ pub struct Config {
     /// Mutual TLS under the cluster CA, or explicitly none. Left
     /// [`Security::Unset`], the rank refuses to start.
     pub security: Security,
+    /// The race detector (`--checked[=strict]`); every rank must agree.
+    pub checked: crate::CheckedMode,
 }
 
 /// The range every timeout may take: longer ones are typos, and would
@@ -195,6 +197,7 @@ impl Config {
             max_payload: DEFAULT_MAX_PAYLOAD,
             progress: Progress::Sleep,
             security: Security::Unset,
+            checked: crate::CheckedMode::Off,
         }
     }
 

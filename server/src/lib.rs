@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod checked;
 pub mod config;
 mod deadline;
 pub mod error;
@@ -29,6 +30,7 @@ pub mod tls;
 pub mod transport;
 pub mod window;
 
+pub use checked::CheckedMode;
 pub use config::{Config, Progress, TransportKind, WindowConfig};
 pub use error::{AccessError, ConfigError, Error, Result, TlsError};
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};

@@ -27,6 +27,7 @@ pub struct Stats {
     requests_rejected: [AtomicU64; OPS],
     frame_errors: AtomicU64,
     auth_refused: AtomicU64,
+    races: AtomicU64,
     /// Issue-to-completion time of remote ops, by kind.
     latency: [Histogram; OPS],
 }
@@ -95,6 +96,7 @@ impl Default for Stats {
             requests_rejected: zeros(),
             frame_errors: AtomicU64::new(0),
             auth_refused: AtomicU64::new(0),
+            races: AtomicU64::new(0),
             latency: std::array::from_fn(|_| Histogram::default()),
         }
     }
@@ -141,6 +143,11 @@ impl Stats {
         self.frame_errors.fetch_add(1, Relaxed);
     }
 
+    /// Checked mode: the races seen so far, repeats included.
+    pub(crate) fn set_races(&self, n: u64) {
+        self.races.store(n, Relaxed);
+    }
+
     /// A peer connection refused at authentication (mutual TLS).
     pub(crate) fn auth_refused(&self) {
         self.auth_refused.fetch_add(1, Relaxed);
@@ -161,6 +168,7 @@ impl Stats {
             requests_rejected: load(&self.requests_rejected),
             frame_errors: self.frame_errors.load(Relaxed),
             auth_refused: self.auth_refused.load(Relaxed),
+            races: self.races.load(Relaxed),
             latency: self.latency.iter().map(Histogram::snapshot).collect(),
         }
     }
@@ -185,6 +193,9 @@ pub struct StatsSnapshot {
     /// Peer connections refused at authentication: a certificate not of
     /// the cluster CA, or not naming the rank claimed.
     pub auth_refused: u64,
+    /// Checked mode: races seen in this rank's windows, repeats included
+    /// (each is reported once).
+    pub races: u64,
     latency: Vec<HistogramSnapshot>,
 }
 
@@ -246,6 +257,7 @@ impl StatsSnapshot {
         out.push(("bytes_received", "", self.bytes_received));
         out.push(("frame_errors", "", self.frame_errors));
         out.push(("auth_refused", "", self.auth_refused));
+        out.push(("races", "", self.races));
         out
     }
 }

@@ -8,6 +8,9 @@ use pld_proto::Dtype;
 #[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// `--checked`: accesses no barrier, wait or atomic ordered.
+    #[error("checked: {} race(s) — the result depends on timing:\n{}", .reports.len(), .reports.join("\n"))]
+    Races { reports: Vec<String> },
     /// A local Tensor was passed where a DistributedTensor (a window view)
     /// is required.
     #[error(

@@ -11,7 +11,7 @@ use crate::tensor::{Profile, Shape2, Tensor};
 use clap::Parser;
 use pld_proto::Rma;
 use pld_proto::Scalar;
-use pld_server::{Config, Rank, TransportKind, WindowConfig};
+use pld_server::{CheckedMode, Config, Rank, TransportKind, WindowConfig};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +53,12 @@ pub struct Args {
     /// Print what each rank would send, without running anything.
     #[arg(long)]
     pub compile_only: bool,
+    /// Run every rank as a race detector and fail, printing each race
+    /// once, if any access was unordered (`--checked=strict` also fails
+    /// the racing op). In-process ranks only; daemons take the flag
+    /// themselves.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off")]
+    pub checked: CheckedMode,
 }
 
 impl Args {
@@ -270,15 +276,23 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
             .transport
             .parse()
             .map_err(|e| Error::Usage(format!("--transport: {e}")))?;
-        let ranks = start_ranks(args.nranks(), transport, &program.windows(), timeout).await?;
+        let windows = program.windows();
+        let ranks: Vec<Arc<Rank>> =
+            start_ranks_with(args.nranks(), transport, &windows, timeout, args.checked)
+                .await?
+                .into_iter()
+                .map(Arc::new)
+                .collect();
         let devices = ranks
-            .into_iter()
+            .iter()
             .map(|r| {
-                let dev = Device::new(Arc::new(r), profile, program.windows());
+                let dev = Device::new(r.clone(), profile, program.windows());
                 Arc::new(dev.with_symmetry(symmetry.clone()))
             })
             .collect();
-        run_all(devices, program, &symmetry).await
+        let checks = run_all(devices, program, &symmetry).await;
+        crate::checked::verdict(&ranks)?;
+        checks
     } else {
         let devices = connect(args, profile, &program.windows(), &symmetry).await?;
         clear(&devices, &program.windows()).await?;
@@ -345,6 +359,17 @@ pub async fn start_ranks(
     windows: &[(String, u64)],
     sync_timeout: Duration,
 ) -> Result<Vec<Rank>> {
+    start_ranks_with(n, transport, windows, sync_timeout, CheckedMode::Off).await
+}
+
+/// [`start_ranks`] with checked mode `checked` on every rank.
+pub async fn start_ranks_with(
+    n: u32,
+    transport: TransportKind,
+    windows: &[(String, u64)],
+    sync_timeout: Duration,
+    checked: CheckedMode,
+) -> Result<Vec<Rank>> {
     if n == 0 {
         return Err(Error::Usage("-d names no device".into()));
     }
@@ -374,6 +399,7 @@ pub async fn start_ranks(
             .collect();
         c.sync_timeout = sync_timeout;
         c.connect_timeout = Duration::from_secs(20);
+        c.checked = checked;
         set.spawn(async move { (r, Rank::start(c).await) });
     }
     let mut ranks: Vec<Option<Rank>> = (0..n).map(|_| None).collect();

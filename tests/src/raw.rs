@@ -37,6 +37,7 @@ pub fn hello(rank: u32, nranks: u32, cluster_id: &str) -> Hello {
         epoch: 1,
         barrier_epoch: 1,
         listen: String::new(),
+        checked: false,
     }
 }
 
@@ -119,6 +120,7 @@ impl RawPeer {
         let h = Header {
             id: 0,
             body: Some(Body::Hello(hello)),
+            checked: None,
         };
         let mut bytes = PREAMBLE.to_vec();
         bytes.extend_from_slice(&frame::encode(&h, &[]));
@@ -142,6 +144,7 @@ impl RawPeer {
         let h = Header {
             id,
             body: Some(body),
+            checked: None,
         };
         self.send(&frame::encode(&h, payload)).await;
         self.read_frame().await.expect("a reply")
@@ -215,6 +218,7 @@ pub async fn fake_rank(
             let reply = Header {
                 id: 0,
                 body: Some(Body::Hello(hello(me, nranks, "pld"))),
+                checked: None,
             };
             s.write_all(&frame::encode(&reply, &[]))
                 .await

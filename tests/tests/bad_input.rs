@@ -397,6 +397,7 @@ both!(
                     offset: 0,
                     region: None,
                 })),
+                checked: None,
             },
             64 << 20,
             &mut big,
@@ -447,6 +448,7 @@ both!(
                     offset: 0,
                     region: None,
                 })),
+                checked: None,
             },
             b"x",
         ));

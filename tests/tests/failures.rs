@@ -86,6 +86,7 @@ fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
         f.reply(Header {
             id: put.header.id,
             body: Some(Body::Ack(Ack {})),
+            checked: None,
         })
         .await;
         let handle = f.rank.put_nb(1, data, 8, b"next").await.unwrap();
@@ -94,6 +95,7 @@ fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
         f.reply(Header {
             id: frame.header.id,
             body: Some(Body::Ack(Ack {})),
+            checked: None,
         })
         .await;
         handle.wait().await.unwrap();
@@ -198,6 +200,7 @@ fn a_put_larger_than_a_frame_is_sent_and_applied_frame_by_frame() {
             f.reply(Header {
                 id: *id,
                 body: Some(Body::Ack(Ack {})),
+                checked: None,
             })
             .await;
         }

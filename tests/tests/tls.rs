@@ -32,6 +32,7 @@ fn intrusion(p: &mut RawPeer) -> impl std::future::Future<Output = ()> + '_ {
             offset: 0,
             ..Default::default()
         })),
+        checked: None,
     };
     async move {
         let mut buf = bytes::BytesMut::new();

@@ -217,6 +217,11 @@ impl Barrier {
             .collect()
     }
 
+    /// Whether a barrier is running (entered and not yet completed).
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
     /// The epoch running now, or the one `enter` will start.
     pub fn epoch(&self) -> u64 {
         self.running.as_ref().map_or(self.next_epoch, |r| r.epoch)

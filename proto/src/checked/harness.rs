@@ -27,7 +27,8 @@ pub enum Step {
     Load(Range<u64>, &'static str),
     /// A blocking access to `peer`'s data window.
     Remote(AccessKind, u32, Range<u64>, &'static str),
-    /// Notify `peer`'s signal cell: add (`true`) or set `value`.
+    /// Notify `peer`'s signal cell (`u32::MAX`: its own): add (`true`) or
+    /// set `value`.
     Notify(u32, u64, bool, i32),
     /// Wait on the own signal cell for `cmp expected`.
     Wait(u64, Cmp, i32),
@@ -200,10 +201,17 @@ impl Sim {
             }
             Step::Notify(peer, cell, add, value) => {
                 let clock = rank.clock.release();
-                self.send(r, peer, Msg::Notify(cell, add, value, clock));
+                if peer == u32::MAX {
+                    // Its own cell (a credit taken back): no message.
+                    let v = rank.values.entry(cell).or_insert(0);
+                    *v = if add { v.wrapping_add(value) } else { value };
+                    rank.cells.notified((1, cell), add, value, &clock);
+                } else {
+                    self.send(r, peer, Msg::Notify(cell, add, value, clock));
+                }
             }
             Step::Wait(cell, cmp, expected) => {
-                if let Some(c) = rank.cells.passed((1, cell), cmp, expected).cloned() {
+                if let Some(c) = rank.cells.passed((1, cell), cmp, expected) {
                     rank.clock.acquire(&c);
                 }
             }
@@ -275,8 +283,7 @@ impl Sim {
                 let rank = &mut self.ranks[t];
                 let v = rank.values.entry(cell).or_insert(0);
                 *v = if add { v.wrapping_add(value) } else { value };
-                let v = *v;
-                rank.cells.notified((1, cell), v, &clock);
+                rank.cells.notified((1, cell), add, value, &clock);
             }
             Msg::Reply(op, clock) => {
                 let rank = &mut self.ranks[t];

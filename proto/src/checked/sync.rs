@@ -1,12 +1,14 @@
 //! The clocks that synchronising cells and the barrier carry.
 //!
-//! - A **signal cell** keeps, for each value it took, the join of the
-//!   clocks of the notifies applied up to it. A wait (or test) that passes
-//!   acquires the clock of the *first* value that satisfied it — not of
-//!   everything applied by the time it looked — so a wait that passed on a
-//!   stale value (a signal row reused without clearing) orders nothing
-//!   after the notify it should have waited for, whether or not that
-//!   notify happened to arrive before the wait looked.
+//! - A **signal cell** keeps its value as units, each with the clock of
+//!   the notify that added it, oldest first: an add of v appends v units,
+//!   a set replaces them, an add of −k (a credit taken back) removes the
+//!   k oldest. A wait for `>= e` that passes acquires the clocks of the e
+//!   oldest units — the notifies it needed, not everything applied by the
+//!   time it looked — so a wait that passed on a stale unit (a signal row
+//!   reused without clearing) orders nothing after the notify it should
+//!   have waited for, and a credit consumed and given again orders each
+//!   use by its own notify, whatever the timing.
 //! - An **atomic cell** (fetch_add, compare_swap, atomic_add) keeps the
 //!   join of the clocks of every atomic applied to it; a fetching atomic's
 //!   reply carries it, so a lock or a counter built from them orders its
@@ -19,22 +21,59 @@ use super::clock::VectorClock;
 use crate::v1::Cmp;
 use std::collections::{BTreeMap, HashMap};
 
-/// How many values of one signal cell are remembered; a wait that passes
-/// on an older one acquires the oldest kept (more ordering, never less
-/// than the values it could have seen).
-const HISTORY: usize = 64;
+/// The most units a cell keeps (a counter that only grows keeps its
+/// oldest; a wait beyond them acquires every kept unit).
+const MAX_UNITS: u64 = 1 << 20;
 
-/// The history of one signal cell.
+/// The units of one signal cell: runs of (count, clock), oldest first.
 #[derive(Debug, Clone, Default)]
-struct SignalHistory {
-    /// (value after a notify, join of the clocks of the notifies up to it).
-    values: Vec<(i32, VectorClock)>,
+struct Units {
+    runs: std::collections::VecDeque<(u64, VectorClock)>,
+    total: u64,
+}
+
+impl Units {
+    fn push(&mut self, n: u64, clock: &VectorClock) {
+        let n = n.min(MAX_UNITS.saturating_sub(self.total));
+        if n > 0 {
+            self.runs.push_back((n, clock.clone()));
+            self.total += n;
+        }
+    }
+
+    fn pop(&mut self, mut n: u64) {
+        while n > 0 {
+            let Some(front) = self.runs.front_mut() else {
+                return;
+            };
+            let take = front.0.min(n);
+            front.0 -= take;
+            self.total -= take;
+            n -= take;
+            if front.0 == 0 {
+                self.runs.pop_front();
+            }
+        }
+    }
+
+    /// The join of the clocks of the `n` oldest units.
+    fn oldest(&self, mut n: u64) -> Option<VectorClock> {
+        let mut c: Option<VectorClock> = None;
+        for (count, clock) in &self.runs {
+            if n == 0 {
+                break;
+            }
+            c.get_or_insert_with(VectorClock::default).join(clock);
+            n = n.saturating_sub(*count);
+        }
+        c
+    }
 }
 
 /// A rank's synchronising cells, keyed by (window index, byte offset).
 #[derive(Debug, Clone, Default)]
 pub struct Cells {
-    signals: HashMap<(u32, u64), SignalHistory>,
+    signals: HashMap<(u32, u64), Units>,
     atomics: HashMap<(u32, u64), VectorClock>,
 }
 
@@ -44,35 +83,45 @@ impl Cells {
         Cells::default()
     }
 
-    /// A notify carrying `clock` left `cell` holding `value`.
-    pub fn notified(&mut self, cell: (u32, u64), value: i32, clock: &VectorClock) {
-        let h = self.signals.entry(cell).or_default();
-        let mut joined = h.values.last().map(|(_, c)| c.clone()).unwrap_or_default();
-        joined.join(clock);
-        if h.values.len() == HISTORY {
-            h.values.remove(0);
+    /// A notify carrying `clock` was applied to `cell`: an add of `value`
+    /// (`add`), or a set to it.
+    pub fn notified(&mut self, cell: (u32, u64), add: bool, value: i32, clock: &VectorClock) {
+        let u = self.signals.entry(cell).or_default();
+        if !add {
+            *u = Units::default();
         }
-        h.values.push((value, joined));
+        if value >= 0 {
+            u.push(u64::from(value.unsigned_abs()), clock);
+        } else {
+            u.pop(u64::from(value.unsigned_abs()));
+        }
     }
 
     /// A wait or test on `cell` for `cmp expected` passed: the clock it
-    /// acquires (`None` when no notify made it hold: the cell's initial
-    /// value did, which orders nothing).
-    pub fn passed(&self, cell: (u32, u64), cmp: Cmp, expected: i32) -> Option<&VectorClock> {
-        let h = self.signals.get(&cell)?;
-        let first = h.values.iter().find(|(v, _)| cmp.holds(*v, expected));
-        // Not in the history: kept values were dropped (take the oldest
-        // kept), or the cell's initial value held (nothing to acquire).
-        let truncated = h.values.len() == HISTORY;
-        first
-            .or(if truncated { h.values.first() } else { None })
-            .map(|(_, c)| c)
+    /// acquires — the notifies of the units the comparison needed (`None`
+    /// when none: the cell's initial value satisfied it).
+    pub fn passed(&self, cell: (u32, u64), cmp: Cmp, expected: i32) -> Option<VectorClock> {
+        let u = self.signals.get(&cell)?;
+        let needed = match cmp {
+            Cmp::Ge | Cmp::Eq => u64::try_from(expected).unwrap_or(0),
+            Cmp::Gt => u64::try_from(expected).map_or(0, |e| e + 1),
+            // Waiting for a value to fall (or to differ): every unit kept.
+            _ => u.total,
+        };
+        u.oldest(needed)
     }
 
     /// The owner cleared or overwrote `cell` itself: earlier notifies no
     /// longer explain its value.
     pub fn reset(&mut self, cell: (u32, u64)) {
         self.signals.remove(&cell);
+    }
+
+    /// The owner wrote `bytes` of `window` itself: every signal cell among
+    /// them forgets its notifies.
+    pub fn reset_range(&mut self, window: u32, bytes: std::ops::Range<u64>) {
+        self.signals
+            .retain(|(w, at), _| *w != window || !bytes.contains(at));
     }
 
     /// An atomic carrying `clock` was applied to `cell`: returns the clock

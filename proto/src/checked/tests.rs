@@ -361,21 +361,46 @@ fn barrier_clocks_hold_every_entry_after_the_last_round() {
 }
 
 #[test]
-fn a_wait_satisfied_by_the_initial_value_acquires_nothing() {
+fn a_wait_acquires_the_notifies_of_the_units_it_needed() {
     let mut cells = Cells::new();
-    assert!(cells.passed((1, 0), Cmp::Ge, 0).is_none());
-    cells.notified((1, 0), 1, &VectorClock::from_wire(vec![3, 0]));
-    cells.notified((1, 0), 2, &VectorClock::from_wire(vec![0, 4]));
-    assert_eq!(
-        cells.passed((1, 0), Cmp::Ge, 1).map(VectorClock::as_wire),
-        Some(&[3, 0][..])
+    let c = |v: Vec<u64>| VectorClock::from_wire(v);
+    assert!(
+        cells.passed((1, 0), Cmp::Ge, 0).is_none(),
+        "the initial value"
     );
-    assert_eq!(
-        cells.passed((1, 0), Cmp::Ge, 2).map(VectorClock::as_wire),
-        Some(&[3, 4][..])
-    );
+    cells.notified((1, 0), true, 1, &c(vec![3, 0]));
+    cells.notified((1, 0), true, 1, &c(vec![0, 4]));
+    assert_eq!(cells.passed((1, 0), Cmp::Ge, 1), Some(c(vec![3, 0])));
+    assert_eq!(cells.passed((1, 0), Cmp::Ge, 2), Some(c(vec![3, 4])));
+    // A credit taken back: the next wait for 1 needs the second notify.
+    cells.notified((1, 0), true, -1, &c(vec![9, 9]));
+    assert_eq!(cells.passed((1, 0), Cmp::Ge, 1), Some(c(vec![0, 4])));
+    // A set replaces every unit.
+    cells.notified((1, 0), false, 1, &c(vec![5, 5]));
+    assert_eq!(cells.passed((1, 0), Cmp::Eq, 1), Some(c(vec![5, 5])));
     cells.reset((1, 0));
     assert!(cells.passed((1, 0), Cmp::Ge, 1).is_none());
+}
+
+/// Credits: each use waits for one unit and takes it back (-1), so one
+/// cell serves many rounds; a fast notifier's early credit waits its turn.
+#[test]
+fn self_clearing_credits_order_each_round_by_its_own_notify() {
+    let got = reports(|| {
+        per_rank(2, |_, next, prev| {
+            let mut s = Vec::new();
+            for round in 0..3u64 {
+                let at = round * 64..round * 64 + 64;
+                s.push(Step::Store(at.clone(), "x"));
+                s.push(Step::Notify(next, 0, true, 1));
+                s.push(Step::Wait(0, Cmp::Ge, 1));
+                s.push(Step::Notify(u32::MAX, 0, true, -1));
+                s.push(Step::Remote(AccessKind::Get, prev, at, "x"));
+            }
+            s
+        })
+    });
+    assert!(got.is_empty(), "{got:?}");
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub enum AccessError {
     /// A notify without a valid op.
     #[error("notify op value {value} is neither set nor atomic_add")]
     InvalidNotifyOp { value: i32 },
+    /// Checked mode, strict: the access races another that no ordering
+    /// separates it from; it was not applied.
+    #[error("{report}")]
+    Race { report: String },
 }
 
 impl AccessError {
@@ -94,6 +98,7 @@ impl AccessError {
             | AccessError::BadRegion { .. }
             | AccessError::PayloadLength { .. } => ErrorCode::InvalidArgument,
             AccessError::NotARequest => ErrorCode::UnexpectedMessage,
+            AccessError::Race { .. } => ErrorCode::Race,
         }
     }
 }

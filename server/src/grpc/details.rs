@@ -157,6 +157,7 @@ fn of_access(e: &AccessError, m: Meta) -> (&'static str, Meta) {
             ("REPLY_TOO_LARGE", m.with("len", len).with("max", max))
         }
         AccessError::NotARequest => ("NOT_A_REQUEST", m),
+        AccessError::Race { .. } => ("RACE", m),
         AccessError::InvalidCmp { value } => ("INVALID_CMP", m.with("cmp", value)),
         AccessError::InvalidNotifyOp { value } => ("INVALID_NOTIFY_OP", m.with("notify_op", value)),
     }

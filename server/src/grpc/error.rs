@@ -101,6 +101,8 @@ fn wire_code(code: ErrorCode) -> Code {
         | ErrorCode::UnknownDtype
         | ErrorCode::UnsupportedDtype
         | ErrorCode::InvalidArgument => Code::InvalidArgument,
+        // Checked mode, strict: the op races; ordering it is the fix.
+        ErrorCode::Race => Code::FailedPrecondition,
         // Frame, preamble and handshake errors close the peer connection:
         // the op's target is as good as unreachable.
         ErrorCode::FrameTooLarge

@@ -113,6 +113,7 @@ impl Service {
             ready: self.shared.rank.get().is_some(),
             max_message_data: self.shared.max_data as u64,
             protocol_version: pld_proto::PROTOCOL_VERSION,
+            checked: c.checked.to_string(),
         }
     }
 }

@@ -37,6 +37,7 @@ fn hello_header(hello: &Hello) -> Header {
     Header {
         id: 0,
         body: Some(Body::Hello(hello.clone())),
+        checked: None,
     }
 }
 

@@ -172,9 +172,16 @@ impl Link {
             self.spin_for_replies(&ops);
             id
         };
+        // Checked mode: the request carries this rank's clock (a barrier
+        // signal, the join of what it heard of that barrier).
+        let checked = self.state.checked.as_ref().map(|c| match &body {
+            Body::Barrier(b) => c.barrier_stamp(b.epoch),
+            b => c.stamp_request(b),
+        });
         let header = Header {
             id,
             body: Some(body),
+            checked,
         };
         // A peer that stops reading (cut off by a partition, hung) blocks
         // the write once the socket's buffers fill; TCP would wait for
@@ -245,6 +252,11 @@ impl Link {
             );
             return;
         };
+        // Checked mode: a fetching atomic's reply carries its cell's clock,
+        // acquired before the op completes.
+        if let (Some(c), Some(s)) = (&self.state.checked, &frame.header.checked) {
+            c.acquire(s);
+        }
         let reply = match answer(op.kind, frame.header.body) {
             Answer::Ack => Ok(Reply::Ack),
             Answer::Data => Ok(Reply::Data(frame.payload)),

@@ -14,9 +14,12 @@ use crate::ratelog::RateLimitedBy;
 use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
 use bytes::BytesMut;
+use pld_proto::checked::AccessKind;
 use pld_proto::frame::{self, error_header};
 use pld_proto::lock::Locked;
-use pld_proto::v1::{Ack, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body};
+use pld_proto::v1::{
+    Ack, CheckedStamp, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body,
+};
 use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -129,7 +132,12 @@ async fn serve(state: Arc<RankState>, est: Established) {
         {
             state.activity.touch();
             state.stats.received(MsgKind::Put, frame::PREFIX_LEN + len);
-            match put_rows(&state, p, len) {
+            let checked = put_rows(&state, p, len).and_then(|(w, rows)| {
+                let at = (header.id, header.checked.as_ref());
+                check_access(&state, &peer, at, p.window, &rows, AccessKind::Put)?;
+                Ok((w, rows))
+            });
+            match checked {
                 Ok((w, rows)) => {
                     if let Err(e) = reader.payload_into_raw(w.raw_rows(rows)).await {
                         break e.to_string();
@@ -209,7 +217,9 @@ enum Outcome {
         window: u32,
         rows: Rows,
     },
-    Value(i64),
+    /// A fetching atomic's previous value, and in checked mode the stamp
+    /// its reply carries.
+    Value(i64, Option<CheckedStamp>),
 }
 
 /// Serves one request: applies it and appends its reply to `out`. A large get reply
@@ -231,6 +241,9 @@ fn serve_request(
     let id = header.id;
     // A barrier message is one-way: it moves the barrier, nothing answers it.
     if let Some(Body::Barrier(b)) = &header.body {
+        if let (Some(c), Some(s)) = (&state.checked, &header.checked) {
+            c.barrier_heard(b.epoch, s);
+        }
         let accepted = state
             .barrier
             .locked()
@@ -254,7 +267,8 @@ fn serve_request(
         );
         return None;
     };
-    let Some((op, outcome)) = classify_and_apply(state, peer, body, payload) else {
+    let at = (id, header.checked.as_ref());
+    let Some((op, outcome)) = classify_and_apply(state, peer, at, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
         reply_error(state, out, id, ErrorCode::UnexpectedMessage, msg);
         return None;
@@ -262,7 +276,10 @@ fn serve_request(
     state.stats.served(op, outcome.is_ok());
     match outcome {
         Ok(Outcome::Ack) => push(state, out, id, Body::Ack(Ack {}), 0),
-        Ok(Outcome::Value(v)) => push(state, out, id, Body::Value(ValueReply { previous: v }), 0),
+        Ok(Outcome::Value(v, checked)) => {
+            let body = Body::Value(ValueReply { previous: v });
+            push_checked(state, out, id, body, checked);
+        }
         Ok(Outcome::Data { window, rows }) => {
             push(state, out, id, Body::GetReply(GetReply {}), rows.len());
             if write_raw && rows.len() >= DIRECT_MIN {
@@ -307,6 +324,7 @@ fn put_rows<'s>(
 fn classify_and_apply(
     state: &RankState,
     peer: &Hello,
+    at: At<'_>,
     body: Body,
     payload: &[u8],
 ) -> Option<(OpKind, Result<Outcome, AccessError>)> {
@@ -319,20 +337,46 @@ fn classify_and_apply(
         Body::Notify(_) => OpKind::Notify,
         _ => return None,
     };
-    Some((op, apply_to_window(state, peer, body, payload)))
+    Some((op, apply_to_window(state, peer, at, body, payload)))
+}
+
+/// A request's id and, in checked mode, its stamp.
+type At<'a> = (u64, Option<&'a CheckedStamp>);
+
+/// Checked mode: records a peer's access to `rows` of `window`; in strict
+/// mode a racing access is refused (and not applied).
+fn check_access(
+    state: &RankState,
+    peer: &Hello,
+    (id, stamp): At<'_>,
+    window: u32,
+    rows: &Rows,
+    kind: AccessKind,
+) -> Result<(), AccessError> {
+    let Some(c) = &state.checked else {
+        return Ok(());
+    };
+    let zero = CheckedStamp::default();
+    let from = (peer.rank, id, stamp.unwrap_or(&zero));
+    let result = c.access(window, &rows.byte_ranges(), kind, Some(from));
+    state.stats.set_races(c.races());
+    result.map_err(|report| AccessError::Race { report })
 }
 
 /// Applies one request to this rank's windows.
 fn apply_to_window(
     state: &RankState,
     peer: &Hello,
+    at: At<'_>,
     body: Body,
     payload: &[u8],
 ) -> Result<Outcome, AccessError> {
     let dtype = |v: i32| Dtype::from_wire(v).ok_or(AccessError::UnknownDtype { value: v });
+    let check = |window: u32, rows: &Rows, kind| check_access(state, peer, at, window, rows, kind);
     match body {
         Body::Put(r) => {
             let (w, rows) = put_rows(state, &r, payload.len())?;
+            check(r.window, &rows, AccessKind::Put)?;
             w.write_rows(rows, payload)?;
             Ok(Outcome::Ack)
         }
@@ -350,6 +394,7 @@ fn apply_to_window(
                     max: peer.max_payload,
                 });
             }
+            check(r.window, &rows, AccessKind::Get)?;
             Ok(Outcome::Data {
                 window: r.window,
                 rows,
@@ -359,7 +404,11 @@ fn apply_to_window(
             let w = state.windows.get(r.window)?;
             let d = dtype(r.dtype)?;
             match &r.region {
-                None => w.atomic_add(r.offset, d, payload)?,
+                None => {
+                    let rows = w.check_contiguous(r.offset, payload.len() as u64)?;
+                    check(r.window, &rows, AccessKind::AtomicAdd)?;
+                    w.atomic_add(r.offset, d, payload)?
+                }
                 Some(region) => {
                     if region.dtype != r.dtype {
                         return Err(AccessError::BadRegion {
@@ -369,25 +418,40 @@ fn apply_to_window(
                             ),
                         });
                     }
-                    w.atomic_add_rows(w.check_region(r.offset, region)?, d, payload)?
+                    let rows = w.check_region(r.offset, region)?;
+                    check(r.window, &rows, AccessKind::AtomicAdd)?;
+                    w.atomic_add_rows(rows, d, payload)?
                 }
             }
             Ok(Outcome::Ack)
         }
         Body::FetchAdd(r) => {
             let w = state.windows.get(r.window)?;
-            Ok(Outcome::Value(w.fetch_add(
+            let d = dtype(r.dtype)?;
+            atomic(
+                state,
+                at,
+                r.window,
                 r.offset,
-                dtype(r.dtype)?,
-                r.value,
-            )?))
+                d,
+                AccessKind::FetchAdd,
+                &check,
+                || w.fetch_add(r.offset, d, r.value),
+            )
         }
         Body::CompareSwap(r) => {
             let w = state.windows.get(r.window)?;
             let d = dtype(r.dtype)?;
-            Ok(Outcome::Value(
-                w.compare_swap(r.offset, d, r.expected, r.desired)?,
-            ))
+            atomic(
+                state,
+                at,
+                r.window,
+                r.offset,
+                d,
+                AccessKind::CompareSwap,
+                &check,
+                || w.compare_swap(r.offset, d, r.expected, r.desired),
+            )
         }
         Body::Notify(r) => {
             let w = state.windows.get(r.window)?;
@@ -395,7 +459,12 @@ fn apply_to_window(
                 Ok(op @ (NotifyOp::Set | NotifyOp::AtomicAdd)) => op,
                 _ => return Err(AccessError::InvalidNotifyOp { value: r.op }),
             };
-            w.notify(r.offset, op, r.value)?;
+            match &state.checked {
+                Some(c) => c.notify(r.window, r.offset, at.1, op, r.value, || {
+                    w.notify(r.offset, op, r.value)
+                })?,
+                None => w.notify(r.offset, op, r.value)?,
+            };
             Ok(Outcome::Ack)
         }
         // Not requests: `execute` returned before calling.
@@ -408,10 +477,52 @@ fn apply_to_window(
     }
 }
 
+/// A fetching atomic: checked mode records it as an access to its cell and
+/// applies it under the detector's lock, so that its reply's stamp holds
+/// the atomics applied before it on the cell, in order.
+#[allow(clippy::too_many_arguments)]
+fn atomic(
+    state: &RankState,
+    at: At<'_>,
+    window: u32,
+    offset: u64,
+    dtype: Dtype,
+    kind: AccessKind,
+    check: &dyn Fn(u32, &Rows, AccessKind) -> Result<(), AccessError>,
+    apply: impl FnOnce() -> Result<i64, AccessError>,
+) -> Result<Outcome, AccessError> {
+    let Some(c) = &state.checked else {
+        return Ok(Outcome::Value(apply()?, None));
+    };
+    let w = state.windows.get(window)?;
+    let rows = w.check_contiguous(offset, dtype.size() as u64)?;
+    check(window, &rows, kind)?;
+    let (v, stamp) = c.atomic(window, offset, at.1, apply)?;
+    Ok(Outcome::Value(v, Some(stamp)))
+}
+
+/// A reply that carries a checked-mode stamp.
+fn push_checked(
+    state: &RankState,
+    out: &mut BytesMut,
+    id: u64,
+    body: Body,
+    checked: Option<CheckedStamp>,
+) {
+    let header = Header {
+        id,
+        body: Some(body),
+        checked,
+    };
+    state.stats.msg_sent(MsgKind::of(&header));
+    frame::encode_head(&header, 0, out);
+}
+
 fn push(state: &RankState, out: &mut BytesMut, id: u64, body: Body, payload_len: usize) {
     let header = Header {
         id,
         body: Some(body),
+        checked: None,
     };
     state.stats.msg_sent(MsgKind::of(&header));
     frame::encode_head(&header, payload_len, out);

@@ -16,6 +16,8 @@ pub(crate) struct RankState {
     pub windows: Windows,
     pub stats: Stats,
     pub hello: Hello,
+    /// The race detector, in checked mode.
+    pub checked: Option<std::sync::Arc<crate::checked::Checked>>,
     /// The dissemination barrier; fed by serve tasks, driven by `Rank::barrier`.
     pub barrier: std::sync::Mutex<pld_proto::barrier::Barrier>,
     /// Wakes `Rank::barrier` when a barrier message arrives.
@@ -138,7 +140,11 @@ impl RankState {
             epoch,
             barrier_epoch: 1,
             listen: config.listen_addr().to_string(),
+            checked: config.checked != crate::CheckedMode::Off,
         };
+        let names: Vec<String> = hello.windows.iter().map(|w| w.name.clone()).collect();
+        let checked =
+            crate::checked::Checked::new(config.checked, config.rank, config.nranks(), &names);
         let n = config.nranks() as usize;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let rejoin = Rejoin {
@@ -154,6 +160,7 @@ impl RankState {
             windows,
             stats: Stats::default(),
             hello,
+            checked,
             barrier: std::sync::Mutex::new(barrier),
             barrier_wake: tokio::sync::Notify::new(),
             barrier_unsent: std::sync::Mutex::new(Vec::new()),

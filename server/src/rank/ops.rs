@@ -8,6 +8,7 @@ use crate::error::{AccessError, Result};
 use crate::peer::link::Link;
 use crate::window::check_fits;
 use bytes::{Bytes, BytesMut};
+use pld_proto::checked::AccessKind;
 use pld_proto::region::ChunkPlan;
 use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, header::Body};
 use pld_proto::{Dtype, Element, NotifyOp, OpKind};
@@ -36,7 +37,11 @@ impl Rank {
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         let link = match self.target(peer).await? {
-            Target::Local => return self.local_op(op, peer, w.write(offset, data)),
+            Target::Local => {
+                let bytes = offset..offset + data.len() as u64;
+                self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::Put)?;
+                return self.local_op(op, peer, w.write(offset, data));
+            }
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
@@ -107,6 +112,8 @@ impl Rank {
         w.check_range(offset, len).map_err(self.refused(op, peer))?;
         let link = match self.target(peer).await? {
             Target::Local => {
+                let bytes = offset..offset + len;
+                self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::Get)?;
                 w.read_into(offset, &mut buf)
                     .map_err(self.refused(op, peer))?;
                 self.state.stats.local(op);
@@ -181,7 +188,11 @@ impl Rank {
         w.check_elems(offset, operands.len() as u64, dtype)
             .map_err(self.refused(op, peer))?;
         let link = match self.target(peer).await? {
-            Target::Local => return self.local_op(op, peer, w.atomic_add(offset, dtype, operands)),
+            Target::Local => {
+                let bytes = offset..offset + operands.len() as u64;
+                self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::AtomicAdd)?;
+                return self.local_op(op, peer, w.atomic_add(offset, dtype, operands));
+            }
             Target::Remote(link) => link,
         };
         let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
@@ -235,7 +246,11 @@ impl Rank {
             value,
         });
         match self.target(peer).await? {
-            Target::Local => self.local_op(op, peer, w.fetch_add(offset, dtype, value)),
+            Target::Local => {
+                let apply = || w.fetch_add(offset, dtype, value);
+                let r = self.local_atomic(op, win, offset, dtype, AccessKind::FetchAdd, apply);
+                self.local_op(op, peer, r)
+            }
             Target::Remote(link) => self.single(&link, op, body, handle::value).await,
         }
     }
@@ -283,7 +298,9 @@ impl Rank {
         });
         match self.target(peer).await? {
             Target::Local => {
-                self.local_op(op, peer, w.compare_swap(offset, dtype, expected, desired))
+                let apply = || w.compare_swap(offset, dtype, expected, desired);
+                let r = self.local_atomic(op, win, offset, dtype, AccessKind::CompareSwap, apply);
+                self.local_op(op, peer, r)
             }
             Target::Remote(link) => self.single(&link, op, body, handle::value).await,
         }
@@ -329,7 +346,14 @@ impl Rank {
             op: notify as i32,
         });
         match self.target(peer).await? {
-            Target::Local => self.local_op(op, peer, w.notify(offset, notify, value)),
+            Target::Local => {
+                let apply = || w.notify(offset, notify, value);
+                let r = match &self.state.checked {
+                    Some(c) => c.notify(win.0, offset, None, notify, value, apply),
+                    None => apply(),
+                };
+                self.local_op(op, peer, r.map(|_| ()))
+            }
             Target::Remote(link) => self.single(&link, op, body, handle::acked).await,
         }
     }

@@ -12,6 +12,7 @@
 use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
 use crate::peer::link::{Link, Pending, Reply};
+use pld_proto::checked::AccessKind;
 use pld_proto::geometry::{GeometryError, byte_offset, check_buffer, plan, wire_region};
 use pld_proto::region::{Chunk, ChunkPlan, Chunking, Layout, Shape, Transfer, row_ranges};
 use pld_proto::v1::{PeerAtomicAdd, PeerGet, PeerPut, Region, header::Body};
@@ -130,6 +131,16 @@ impl Rank {
                     col: 0,
                     shape: t.shape,
                 };
+                if self.state.checked.is_some() {
+                    let kind = match op {
+                        OpKind::AtomicAdd => AccessKind::AtomicAdd,
+                        _ => AccessKind::Put,
+                    };
+                    let bytes: Vec<_> = rows(t, t.dst, &whole)
+                        .map(|d| d.start as u64..d.end as u64)
+                        .collect();
+                    self.check_local(op, win, &bytes, kind)?;
+                }
                 for (s, d) in rows(t, t.src, &whole).zip(rows(t, t.dst, &whole)) {
                     let data = &src[s];
                     match op {
@@ -212,6 +223,12 @@ impl Rank {
                     col: 0,
                     shape: t.shape,
                 };
+                if self.state.checked.is_some() {
+                    let bytes: Vec<_> = rows(t, t.src, &whole)
+                        .map(|s| s.start as u64..s.end as u64)
+                        .collect();
+                    self.check_local(op, win, &bytes, AccessKind::Get)?;
+                }
                 for (s, d) in rows(t, t.src, &whole).zip(rows(t, t.dst, &whole)) {
                     w.read_into(s.start as u64, &mut dst[d])
                         .map_err(self.refused(op, peer))?;

@@ -75,7 +75,15 @@ impl Rank {
         self.quiet_until(deadline, timeout).await?;
         let state = &self.state;
         let lock = || state.barrier.locked();
-        lock().enter(std::time::Instant::now());
+        {
+            let mut b = lock();
+            if !b.is_running()
+                && let Some(c) = &state.checked
+            {
+                c.barrier_enter();
+            }
+            b.enter(std::time::Instant::now());
+        }
         let mut out = Vec::new();
         loop {
             let woken = state.barrier_wake.notified();
@@ -110,7 +118,11 @@ impl Rank {
             }
             out.clear();
             match progress {
-                Progress::Done { .. } | Progress::Idle => return Ok(()),
+                Progress::Done { epoch } => {
+                    self.barrier_done(epoch);
+                    return Ok(());
+                }
+                Progress::Idle => return Ok(()),
                 Progress::Waiting(missing) => {
                     if tokio::time::timeout_at(deadline, woken).await.is_err() {
                         // One last look: the message may have raced the deadline.
@@ -118,12 +130,30 @@ impl Rank {
                         if let Progress::Waiting(missing) = last {
                             return Err(self.barrier_timeout(missing, timeout).await);
                         }
+                        if let Progress::Done { epoch } = last {
+                            self.barrier_done(epoch);
+                        }
                         debug_assert!(out.is_empty(), "the last round sends nothing");
                         return Ok(());
                     }
                     drop(missing);
                 }
             }
+        }
+    }
+
+    /// Checked mode: a barrier completed; this rank acquires every rank's
+    /// clock at entry.
+    fn barrier_done(&self, epoch: u64) {
+        if let Some(c) = &self.state.checked {
+            c.barrier_done(epoch);
+        }
+    }
+
+    /// Checked mode: a wait or test passed.
+    fn waited(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) {
+        if let Some(c) = &self.state.checked {
+            c.waited(win.0, offset, cmp, expected);
         }
     }
 
@@ -159,7 +189,11 @@ impl Rank {
     pub fn test(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) -> Result<bool> {
         let (w, _) = self.signal_cell("test", win, offset, cmp)?;
         let v = w.load_signal(offset).map_err(self.cell_refused("test"))?;
-        Ok(cmp.holds(v, expected))
+        let holds = cmp.holds(v, expected);
+        if holds {
+            self.waited(win, offset, cmp, expected);
+        }
+        Ok(holds)
     }
 
     /// Waits until this rank's int32 signal cell at `offset` satisfies
@@ -192,6 +226,7 @@ impl Rank {
             })
             .await;
         if held {
+            self.waited(win, offset, cmp, expected);
             return Ok(last);
         }
         let peers: Vec<u32> = (0..self.nranks()).filter(|r| *r != self.rank()).collect();

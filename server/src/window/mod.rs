@@ -55,6 +55,22 @@ impl Rows {
         at..at + self.row_bytes
     }
 
+    /// The window bytes the region covers, rows that touch merged (checked
+    /// mode records accesses by byte range).
+    pub(crate) fn byte_ranges(&self) -> Vec<Range<u64>> {
+        if self.stride_bytes == self.row_bytes || self.rows <= 1 {
+            let len = (self.rows * self.row_bytes) as u64;
+            let whole = self.start as u64..self.start as u64 + len;
+            return std::iter::once(whole).collect();
+        }
+        (0..self.rows)
+            .map(|i| {
+                let r = self.row(i);
+                r.start as u64..r.end as u64
+            })
+            .collect()
+    }
+
     fn rows(self) -> impl Iterator<Item = Range<usize>> {
         (0..self.rows).map(move |i| self.row(i))
     }
@@ -465,24 +481,28 @@ impl Window {
         Ok(self.check_elems(offset, 4, Dtype::Int32)?.start)
     }
 
-    /// Sets or atomically adds to an int32 signal cell.
-    pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<(), AccessError> {
+    /// Sets or atomically adds to an int32 signal cell; returns the value
+    /// it left there.
+    pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<i32, AccessError> {
         let at = self.check_signal(offset)?;
         if op == NotifyOp::Unspecified {
             return Err(AccessError::InvalidNotifyOp { value: op as i32 });
         }
-        self.with_cell(at, |p| {
+        let now = self.with_cell(at, |p| {
             // SAFETY: checked in bounds and 4-byte aligned.
             let cell = unsafe { atomic::signal_cell(p) };
             match op {
-                NotifyOp::AtomicAdd => {
-                    cell.fetch_add(value, std::sync::atomic::Ordering::AcqRel);
+                NotifyOp::AtomicAdd => cell
+                    .fetch_add(value, std::sync::atomic::Ordering::AcqRel)
+                    .wrapping_add(value),
+                _ => {
+                    cell.store(value, std::sync::atomic::Ordering::Release);
+                    value
                 }
-                _ => cell.store(value, std::sync::atomic::Ordering::Release),
             }
         });
         self.board.changed();
-        Ok(())
+        Ok(now)
     }
 
     /// Atomically reads an int32 signal cell.

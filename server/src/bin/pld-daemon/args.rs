@@ -74,6 +74,11 @@ pub struct RunArgs {
     /// traffic (ms, s, m).
     #[arg(long, env = "PLD_SPIN_IDLE", default_value = "20ms", value_parser = parse_duration)]
     spin_idle: Duration,
+    /// Run the race detector: every rank reports accesses to its windows
+    /// that no barrier, wait or atomic orders (log, Stats `races`);
+    /// `--checked=strict` also fails the racing op. Every rank must agree.
+    #[arg(long, env = "PLD_CHECKED", num_args = 0..=1, default_missing_value = "on", default_value = "off")]
+    checked: pld_server::CheckedMode,
     /// Largest payload in one peer frame; bigger transfers are split.
     #[arg(long, env = "PLD_MAX_FRAME", default_value = "1MiB", value_parser = parse_size)]
     max_frame: u64,
@@ -224,6 +229,7 @@ impl RunArgs {
             },
             Progress::Sleep => Progress::Sleep,
         };
+        c.checked = self.checked;
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
         c.security = match (self.tls_dir, self.insecure) {
             (Some(dir), _) => pld_server::Security::from_dir(&dir, rank)

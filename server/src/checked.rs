@@ -1,0 +1,305 @@
+//! Checked mode in a rank: the driver of `pld_proto::checked`'s rules.
+//!
+//! The origin stamps every request it sends with its clock (a notify or
+//! an atomic is a release point: the clock is sent, then advanced); the
+//! target records each access in the window's shadow under the sender's
+//! clock, joins notifies into the signal cell and atomics into the cell,
+//! and answers a fetching atomic with the cell's clock. The owner's own
+//! accesses (a local put or get, the device's `pl.load` / `pl.store` of
+//! its window) are recorded under its own clock; a wait that passes
+//! acquires the clock of the notifies that satisfied it; a barrier
+//! carries clocks on its signals and acquires everyone's at its end.
+//! Reports go to the log, to `Stats::races`, and to [`Checked::reports`];
+//! in strict mode the racing request fails with `ERROR_CODE_RACE`.
+
+use pld_proto::checked::sync::{BarrierClocks, Cells};
+use pld_proto::checked::{Access, AccessKind, Detector, Epoch, Race, RankClock, VectorClock};
+use pld_proto::lock::Locked;
+use pld_proto::v1::{CheckedStamp, header::Body};
+use pld_proto::{Cmp, NotifyOp};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// Whether a rank runs the race detector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckedMode {
+    /// No detector: nothing is recorded and no message carries a clock.
+    #[default]
+    Off,
+    /// Races are reported; every op still runs.
+    On,
+    /// Races are reported and the racing request fails.
+    Strict,
+}
+
+impl std::str::FromStr for CheckedMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "" | "on" | "true" => Ok(CheckedMode::On),
+            "strict" => Ok(CheckedMode::Strict),
+            "off" | "false" => Ok(CheckedMode::Off),
+            other => Err(format!("--checked={other}: on, strict or off")),
+        }
+    }
+}
+
+impl std::fmt::Display for CheckedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CheckedMode::Off => "off",
+            CheckedMode::On => "on",
+            CheckedMode::Strict => "strict",
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    clock: RankClock,
+    barriers: u64,
+    barrier_entry: VectorClock,
+    barrier_clocks: BarrierClocks,
+    cells: Cells,
+    detector: Detector,
+    reports: Vec<Race>,
+}
+
+/// One rank's race detector.
+#[derive(Debug)]
+pub struct Checked {
+    rank: u32,
+    strict: bool,
+    inner: Mutex<Inner>,
+}
+
+/// The wire form of a clock.
+fn stamp(clock: &VectorClock, barriers: u64) -> CheckedStamp {
+    CheckedStamp {
+        clock: clock.as_wire().to_vec(),
+        barriers,
+    }
+}
+
+impl Checked {
+    /// The detector of rank `rank` of `n`, whose windows are `windows` in
+    /// wire order; `None` when `mode` is off.
+    pub(crate) fn new(
+        mode: CheckedMode,
+        rank: u32,
+        n: u32,
+        windows: &[String],
+    ) -> Option<Arc<Checked>> {
+        if mode == CheckedMode::Off {
+            return None;
+        }
+        Some(Arc::new(Checked {
+            rank,
+            strict: mode == CheckedMode::Strict,
+            inner: Mutex::new(Inner {
+                clock: RankClock::new(rank, n),
+                barriers: 0,
+                barrier_entry: VectorClock::zero(n),
+                barrier_clocks: BarrierClocks::new(),
+                cells: Cells::new(),
+                detector: Detector::new(rank, windows),
+                reports: Vec::new(),
+            }),
+        }))
+    }
+
+    /// Every race reported so far (each once).
+    pub fn reports(&self) -> Vec<Race> {
+        self.inner.locked().reports.clone()
+    }
+
+    /// Races seen, repeats included.
+    pub fn races(&self) -> u64 {
+        self.inner.locked().detector.races()
+    }
+
+    /// The stamp a request `body` carries; a notify or an atomic is a
+    /// release point.
+    pub(crate) fn stamp_request(&self, body: &Body) -> CheckedStamp {
+        let mut i = self.inner.locked();
+        let released = matches!(
+            body,
+            Body::Notify(_) | Body::AtomicAdd(_) | Body::FetchAdd(_) | Body::CompareSwap(_)
+        );
+        let clock = if released {
+            i.clock.release()
+        } else {
+            i.clock.clock().clone()
+        };
+        stamp(&clock, i.barriers)
+    }
+
+    /// A reply's stamp (a fetching atomic's): everything it carries
+    /// happens before what this rank does next.
+    pub(crate) fn acquire(&self, s: &CheckedStamp) {
+        self.inner
+            .locked()
+            .clock
+            .acquire(&VectorClock::from_wire(s.clock.clone()));
+    }
+
+    /// Records an access to `bytes` of window `window`: by a peer (`from`:
+    /// its rank, op id and stamp) or, with `None`, by this rank itself.
+    /// Returns the report of the first race it makes, for strict mode.
+    pub(crate) fn access(
+        &self,
+        window: u32,
+        bytes: &[Range<u64>],
+        kind: AccessKind,
+        from: Option<(u32, u64, &CheckedStamp)>,
+    ) -> Result<(), String> {
+        let mut i = self.inner.locked();
+        let (access, clock) = match from {
+            Some((peer, op, s)) => {
+                let clock = VectorClock::from_wire(s.clock.clone());
+                let at = Epoch {
+                    rank: peer,
+                    tick: clock.get(peer),
+                };
+                (access(at, kind, op, s.barriers), clock)
+            }
+            None => {
+                let own = match kind {
+                    AccessKind::Put => AccessKind::Store,
+                    AccessKind::Get => AccessKind::Load,
+                    k => k,
+                };
+                (
+                    access(i.clock.epoch(), own, 0, i.barriers),
+                    i.clock.clock().clone(),
+                )
+            }
+        };
+        let mut first = None;
+        for b in bytes {
+            let before = i.detector.races();
+            let fresh = i.detector.access(window, b.clone(), &access, &clock);
+            if first.is_none() && i.detector.races() > before {
+                first = Some(format!(
+                    "checked mode (strict): rank {}'s window {window} bytes {}..{} races an unordered access",
+                    self.rank, b.start, b.end
+                ));
+            }
+            for race in fresh {
+                tracing::warn!("{race}");
+                if first.is_none() {
+                    first = Some(race.to_string());
+                }
+                i.reports.push(race);
+            }
+        }
+        match first {
+            Some(report) if self.strict => Err(report),
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies a notify (`op` of `value`) to signal cell (`window`,
+    /// `offset`) — a peer's stamped `from`, or this rank's own (a release)
+    /// — and records its clock before any waiter can act on it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn notify<T, E>(
+        &self,
+        window: u32,
+        offset: u64,
+        from: Option<&CheckedStamp>,
+        op: NotifyOp,
+        value: i32,
+        apply: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut i = self.inner.locked();
+        let clock = match from {
+            Some(s) => VectorClock::from_wire(s.clock.clone()),
+            None => i.clock.release(),
+        };
+        let applied = apply()?;
+        let add = op == NotifyOp::AtomicAdd;
+        i.cells.notified((window, offset), add, value, &clock);
+        Ok(applied)
+    }
+
+    /// Applies a fetching atomic to cell (`window`, `offset`) — a peer's
+    /// stamped `from`, or this rank's own (release, then acquire) — and
+    /// returns its result with the stamp its reply carries: every atomic
+    /// on the cell so far, in the order they were applied.
+    pub(crate) fn atomic<T, E>(
+        &self,
+        window: u32,
+        offset: u64,
+        from: Option<&CheckedStamp>,
+        apply: impl FnOnce() -> Result<T, E>,
+    ) -> Result<(T, CheckedStamp), E> {
+        let mut i = self.inner.locked();
+        let clock = match from {
+            Some(s) => VectorClock::from_wire(s.clock.clone()),
+            None => i.clock.release(),
+        };
+        let value = apply()?;
+        let joined = i.cells.atomic((window, offset), &clock);
+        if from.is_none() {
+            i.clock.acquire(&joined);
+        }
+        Ok((value, stamp(&joined, i.barriers)))
+    }
+
+    /// A wait or test on cell (`window`, `offset`) for `cmp expected` passed.
+    pub(crate) fn waited(&self, window: u32, offset: u64, cmp: Cmp, expected: i32) {
+        let mut i = self.inner.locked();
+        if let Some(c) = i.cells.passed((window, offset), cmp, expected) {
+            i.clock.acquire(&c);
+        }
+    }
+
+    /// The owner wrote bytes of a window itself: the notifies before no
+    /// longer explain the signal cells among them.
+    pub(crate) fn overwrote_cells(&self, window: u32, bytes: Range<u64>) {
+        self.inner.locked().cells.reset_range(window, bytes);
+    }
+
+    /// This rank enters a barrier: a release.
+    pub(crate) fn barrier_enter(&self) {
+        let mut i = self.inner.locked();
+        i.barrier_entry = i.clock.release();
+    }
+
+    /// The stamp a signal of barrier `epoch` carries.
+    pub(crate) fn barrier_stamp(&self, epoch: u64) -> CheckedStamp {
+        let i = self.inner.locked();
+        stamp(
+            &i.barrier_clocks.outgoing(epoch, &i.barrier_entry),
+            i.barriers,
+        )
+    }
+
+    /// A signal of barrier `epoch` stamped `s` arrived.
+    pub(crate) fn barrier_heard(&self, epoch: u64, s: &CheckedStamp) {
+        self.inner
+            .locked()
+            .barrier_clocks
+            .heard(epoch, &VectorClock::from_wire(s.clock.clone()));
+    }
+
+    /// Barrier `epoch` completed on this rank.
+    pub(crate) fn barrier_done(&self, epoch: u64) {
+        let mut i = self.inner.locked();
+        let entry = i.barrier_entry.clone();
+        let all = i.barrier_clocks.finish(epoch, &entry);
+        i.clock.acquire(&all);
+        i.barriers += 1;
+    }
+}
+
+fn access(at: Epoch, kind: AccessKind, op: u64, barriers: u64) -> Access {
+    Access {
+        at,
+        kind,
+        op,
+        barrier_epoch: barriers,
+        site: Arc::from(""),
+    }
+}
