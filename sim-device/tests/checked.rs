@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use pld_sim::launch::{self, Args, Check, Program};
-use pld_sim::{Atomic, Cmp, Device, Error, NotifyOp, PutOpts, Result, Rma, Tensor};
+use pld_sim::{Atomic, Cmp, Device, Dtype, Error, NotifyOp, PutOpts, Result, Rma, Tensor};
 use std::sync::Arc;
 
 const SIZE: u64 = 64;
@@ -27,6 +27,32 @@ enum Case {
     RingReusedSignal,
     /// Two ranks storing into rank 0's slice without atomics.
     TwoStores,
+    /// Every rank increments rank 0's counter (get, add, put) holding a
+    /// compare_swap lock on rank 0 (fixed), or without it.
+    Counter { locked: bool },
+}
+
+/// Where the lock and the counter live (past the tensors the cases allocate).
+const LOCK: u64 = 60 << 10;
+const COUNTER: u64 = 1 << 20;
+
+async fn increment<R: Rma>(dev: &Device<R>, locked: bool) -> std::result::Result<(), String> {
+    let r = dev.rma();
+    let err = |e: R::Error| e.to_string();
+    let sig = r.window("signal").map_err(err)?;
+    let data = r.window("data").map_err(err)?;
+    if locked {
+        while r.compare_swap(0, sig, LOCK, Dtype::Int64, 0, 1).await.map_err(err)? != 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let v = r.get(0, data, COUNTER, 8).await.map_err(err)?;
+    let n = i64::from_le_bytes(v[..8].try_into().map_err(|_| "short read")?) + 1;
+    r.put(0, data, COUNTER, &n.to_le_bytes()).await.map_err(err)?;
+    if locked {
+        r.compare_swap(0, sig, LOCK, Dtype::Int64, 1, 0).await.map_err(err)?;
+    }
+    Ok(())
 }
 
 impl Program for Case {
@@ -102,6 +128,9 @@ impl Program for Case {
                 if n == 2 && me == 0 {
                     dev.store(&tile, [0, 0], &data).await?;
                 }
+            }
+            Case::Counter { locked } => {
+                increment(&dev, *locked).await.map_err(Error::Usage)?;
             }
         }
         // Nobody leaves while a peer may still touch its window.
@@ -183,6 +212,17 @@ fn every_catalog_race_is_reported_once_with_both_ranks_and_the_region() {
                 "{ctx}: {got:#?}"
             );
         }
+    }
+}
+
+#[test]
+fn a_counter_behind_a_compare_swap_lock_is_accepted_and_races_without_it() {
+    for (p, transport) in [(2, "tcp"), (4, "quic")] {
+        let ok = races(Case::Counter { locked: true }, p, transport);
+        assert!(ok.is_empty(), "P={p}: {ok:#?}");
+        let got = races(Case::Counter { locked: false }, p, transport);
+        assert!(!got.is_empty(), "P={p}: the unlocked counter races");
+        assert!(got.iter().all(|r| r.contains("rank 0's window 'data' bytes 1048576..1048584")), "{got:#?}");
     }
 }
 

@@ -87,6 +87,10 @@ def _program_line(tb):
     return f"{f.filename}:{f.lineno} ({f.line})"
 
 
+class RacesFound(RuntimeError):
+    """``--checked``: accesses that no barrier, wait or atomic ordered."""
+
+
 def _cancelled(e):
     return str(e).startswith("cancelled:")
 
@@ -102,6 +106,7 @@ def execute(host, platform):
         timeout_s=OPTIONS.timeout_s,
         daemons=OPTIONS.daemons,
         token=OPTIONS.token,
+        checked=OPTIONS.checked,
     )
     ranks = cluster.ranks()
     failures = {}
@@ -137,5 +142,8 @@ def execute(host, platform):
             e, line = failures[r]
             raise RunError(f"rank {r} failed at {line}: {e}") from e
         cluster.check_symmetric()
+        races = cluster.race_reports()
+        if races:
+            raise RacesFound(f"checked: {len(races)} race(s) — the result depends on timing:\n" + "\n".join(races))
     finally:
         cluster.close()

@@ -14,7 +14,7 @@ mod dtype;
 mod rank;
 
 use pld_client::Client;
-use pld_server::{Rank, TransportKind};
+use pld_server::{CheckedMode, Rank, TransportKind};
 use pld_sim::launch::{self, Args};
 use pld_sim::{Device, Profile, Symmetry, WindowBuffer};
 use pyo3::create_exception;
@@ -72,7 +72,7 @@ impl Cluster {
     /// mutual TLS under a throwaway CA), or, with `daemons`, connects to
     /// running daemons' gRPC addresses in rank order.
     #[new]
-    #[pyo3(signature = (n, platform="a2a3sim", transport="quic", timeout_s=30.0, daemons=Vec::new(), token=None, data_bytes=16<<20, signal_bytes=64<<10))]
+    #[pyo3(signature = (n, platform="a2a3sim", transport="quic", timeout_s=30.0, daemons=Vec::new(), token=None, data_bytes=16<<20, signal_bytes=64<<10, checked="off"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -84,7 +84,14 @@ impl Cluster {
         token: Option<String>,
         data_bytes: u64,
         signal_bytes: u64,
+        checked: &str,
     ) -> PyResult<Cluster> {
+        let checked: CheckedMode = checked.parse().map_err(py_err)?;
+        if checked != CheckedMode::Off && !daemons.is_empty() {
+            return Err(py_err(
+                "--checked runs the race detector in embedded ranks; for --daemons, start every daemon with --checked (its log and Stats `races` report)",
+            ));
+        }
         let profile = Profile::parse(platform).ok_or_else(|| {
             py_err(format!(
                 "-p {platform} is not a device profile: a2a3sim or a5sim"
@@ -108,9 +115,9 @@ impl Cluster {
             .detach(|| {
                 rt.block_on(async {
                     if daemons.is_empty() {
+                        let timeout = Duration::from_secs_f64(timeout_s);
                         let ranks =
-                            launch::start_ranks(n, kind, &wins, Duration::from_secs_f64(timeout_s))
-                                .await?;
+                            launch::start_ranks_with(n, kind, &wins, timeout, checked).await?;
                         Ok::<_, pld_sim::Error>(
                             ranks
                                 .into_iter()
@@ -168,6 +175,18 @@ impl Cluster {
         self.symmetry
             .check_complete(self.ranks.len() as u32)
             .map_err(py_err)
+    }
+
+    /// `--checked`: every race the embedded ranks reported, each once,
+    /// sorted (empty when checked mode is off or nothing raced).
+    fn race_reports(&self, py: Python<'_>) -> Vec<String> {
+        let mut all = std::collections::BTreeSet::new();
+        for r in &self.ranks {
+            if let Some(Dev::Rank(d)) = r.borrow(py).device() {
+                all.extend(d.rma().race_reports());
+            }
+        }
+        all.into_iter().collect()
     }
 
     /// Shuts the ranks down.

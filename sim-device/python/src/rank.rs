@@ -60,6 +60,11 @@ impl PyRank {
         }
     }
 
+    /// The rank's device, while it runs.
+    pub(crate) fn device(&self) -> Option<&Dev> {
+        self.dev.as_ref()
+    }
+
     pub(crate) fn release(&mut self) {
         self.dev = None;
     }

@@ -25,9 +25,10 @@ def pld_pypto():
 def run(script, *args, env=None, timeout=120):
     """Runs ``pld-pypto [opts] script args``; returns the CompletedProcess."""
     opts, rest = [], list(args)
-    while rest and rest[0] in ("--transport", "--daemons", "--timeout"):
-        opts += rest[:2]
-        rest = rest[2:]
+    while rest and (rest[0] in ("--transport", "--daemons", "--timeout") or rest[0].startswith("--checked")):
+        n = 1 if rest[0].startswith("--checked") else 2
+        opts += rest[:n]
+        rest = rest[n:]
     return subprocess.run(
         [pld_pypto(), *opts, str(script), *rest],
         capture_output=True, text=True, timeout=timeout, env=env,
