@@ -42,15 +42,24 @@ async fn increment<R: Rma>(dev: &Device<R>, locked: bool) -> std::result::Result
     let sig = r.window("signal").map_err(err)?;
     let data = r.window("data").map_err(err)?;
     if locked {
-        while r.compare_swap(0, sig, LOCK, Dtype::Int64, 0, 1).await.map_err(err)? != 0 {
+        while r
+            .compare_swap(0, sig, LOCK, Dtype::Int64, 0, 1)
+            .await
+            .map_err(err)?
+            != 0
+        {
             tokio::task::yield_now().await;
         }
     }
     let v = r.get(0, data, COUNTER, 8).await.map_err(err)?;
     let n = i64::from_le_bytes(v[..8].try_into().map_err(|_| "short read")?) + 1;
-    r.put(0, data, COUNTER, &n.to_le_bytes()).await.map_err(err)?;
+    r.put(0, data, COUNTER, &n.to_le_bytes())
+        .await
+        .map_err(err)?;
     if locked {
-        r.compare_swap(0, sig, LOCK, Dtype::Int64, 1, 0).await.map_err(err)?;
+        r.compare_swap(0, sig, LOCK, Dtype::Int64, 1, 0)
+            .await
+            .map_err(err)?;
     }
     Ok(())
 }
@@ -140,6 +149,10 @@ impl Program for Case {
 }
 
 fn run(case: Case, p: u32, transport: &str) -> Result<()> {
+    run_as(case, p, transport, "--checked")
+}
+
+fn run_as(case: Case, p: u32, transport: &str, checked: &str) -> Result<()> {
     let devices = (0..p).map(|d| d.to_string()).collect::<Vec<_>>().join(",");
     let args = Args::try_parse_from([
         "checked",
@@ -147,7 +160,7 @@ fn run(case: Case, p: u32, transport: &str) -> Result<()> {
         &devices,
         "--transport",
         transport,
-        "--checked",
+        checked,
         "--timeout",
         "20s",
     ])
@@ -222,8 +235,21 @@ fn a_counter_behind_a_compare_swap_lock_is_accepted_and_races_without_it() {
         assert!(ok.is_empty(), "P={p}: {ok:#?}");
         let got = races(Case::Counter { locked: false }, p, transport);
         assert!(!got.is_empty(), "P={p}: the unlocked counter races");
-        assert!(got.iter().all(|r| r.contains("rank 0's window 'data' bytes 1048576..1048584")), "{got:#?}");
+        assert!(
+            got.iter()
+                .all(|r| r.contains("rank 0's window 'data' bytes 1048576..1048584")),
+            "{got:#?}"
+        );
     }
+}
+
+#[test]
+fn strict_mode_fails_the_racing_op_itself() {
+    // The get races the owner's store whichever comes first: strict mode
+    // refuses it (or the store) with the race report, before applying.
+    let e = run_as(Case::LoadNoBarrier, 2, "tcp", "--checked=strict").expect_err("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("race on rank"), "{msg}");
 }
 
 #[test]

@@ -155,3 +155,25 @@ both!(
         assert!(started.elapsed() < 3 * op_timeout + Duration::from_secs(5));
     }
 );
+
+both!(
+    ranks_that_disagree_on_checked_mode_are_refused_by_name,
+    60,
+    |t: TransportKind| async move {
+        let peers = loopback_peers(2);
+        let short = ["--connect-timeout", "20s"];
+        let a = Daemon::spawn(0, &peers, t, &[&short[..], &["--checked"]].concat());
+        let b = Daemon::spawn(1, &peers, t, &short);
+        let (ok_a, err_a) = a.wait_exit(Duration::from_secs(30));
+        let (ok_b, err_b) = b.wait_exit(Duration::from_secs(30));
+        assert!(!ok_a && !ok_b, "both ranks refuse to serve");
+        assert!(
+            err_a.contains("checked mode mismatch: rank 0 runs with --checked, rank 1 without it"),
+            "{err_a}"
+        );
+        assert!(
+            err_b.contains("checked mode mismatch: rank 1 runs without it, rank 0 with --checked"),
+            "{err_b}"
+        );
+    }
+);

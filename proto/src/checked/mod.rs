@@ -90,6 +90,31 @@ impl Detector {
         fresh
     }
 
+    /// As [`Detector::access`], but records nothing of the access (strict
+    /// mode refuses a racing one): returns whether it races, and the races
+    /// not reported before.
+    pub fn check(
+        &mut self,
+        window: u32,
+        bytes: Range<u64>,
+        access: &Access,
+        clock: &VectorClock,
+    ) -> (bool, Vec<Race>) {
+        let Some(shadow) = self.shadows.get(window as usize) else {
+            return (false, Vec::new());
+        };
+        let all = shadow.conflicts(bytes, access, clock);
+        let raced = !all.is_empty();
+        let mut fresh = Vec::new();
+        for race in all {
+            self.races += 1;
+            if self.reported.insert(race.key()) {
+                fresh.push(race);
+            }
+        }
+        (raced, fresh)
+    }
+
     /// Races seen so far, repeats included (the `races` counter).
     pub fn races(&self) -> u64 {
         self.races

@@ -88,6 +88,35 @@ impl Shadow {
         races
     }
 
+    /// The races `access` to `bytes` would make, recording nothing (strict
+    /// mode refuses such an access: it never happened).
+    pub fn conflicts(&self, bytes: Range<u64>, access: &Access, clock: &VectorClock) -> Vec<Race> {
+        let mut races: Vec<Race> = Vec::new();
+        let first = self
+            .map
+            .range(..bytes.start)
+            .next_back()
+            .map_or(bytes.start, |(s, _)| *s);
+        for (&start, (end, history)) in self.map.range(first..bytes.end) {
+            let here = start.max(bytes.start)..(*end).min(bytes.end);
+            if here.start >= here.end {
+                continue;
+            }
+            let writes = history.writes.iter();
+            let reads = history.reads.iter().filter(|_| access.kind.writes());
+            for earlier in writes.chain(reads) {
+                if races_with(earlier, access, clock) {
+                    add_race(&mut races, earlier, access, here.clone());
+                }
+            }
+        }
+        for r in &mut races {
+            r.owner = self.owner;
+            r.window = self.window.clone();
+        }
+        races
+    }
+
     /// Splits the range containing `at` (if any) into two at `at`.
     fn split_at(&mut self, at: u64) {
         let Some((&start, (end, history))) = self.map.range(..at).next_back() else {
