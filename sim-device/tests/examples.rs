@@ -134,6 +134,19 @@ fn every_example_prints_ok_at_eight_ranks() {
     run_both_transports(8, "a2a3sim");
 }
 
+/// `--checked`: no example races, at P = 2, 4 and 8 over both transports
+/// (a race would fail the run, printing it).
+#[test]
+fn every_example_runs_checked_without_a_race() {
+    let _one = serial();
+    for p in [2usize, 4, 8] {
+        let devices = (0..p).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        for transport in ["quic", "tcp"] {
+            run_all(p, "a2a3sim", &["-d", &devices, "--transport", transport, "--checked"]);
+        }
+    }
+}
+
 #[test]
 fn every_example_prints_ok_against_real_daemons_through_grpc() {
     let _one = serial();

@@ -69,6 +69,9 @@ struct Cli {
     /// With --progress spin: back off after this long without traffic.
     #[arg(long, default_value = "20ms", value_parser = parse_duration)]
     spin_idle: Duration,
+    /// Run every rank with the race detector (`--checked`): its cost.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off")]
+    checked: pld_server::CheckedMode,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -144,6 +147,7 @@ fn config(rank: u32, peers: &[String], cli: &Cli, windows: &[&str]) -> anyhow::R
     let mut c = Config::new(rank, peers.to_vec());
     c.transport = cli.transport;
     c.progress = cli.progress();
+    c.checked = cli.checked;
     c.windows = windows
         .iter()
         .map(|w| w.parse())
@@ -214,6 +218,7 @@ fn me_as(cli: &Cli, internal: &str) -> anyhow::Result<Command> {
     ])
     .args(["--progress", &cli.progress.to_string()])
     .args(["--spin-idle", &format!("{}ms", cli.spin_idle.as_millis())])
+    .arg(format!("--checked={}", cli.checked))
     .stdout(Stdio::piped());
     if let Some(dir) = &cli.tls_dir {
         c.arg("--tls-dir").arg(dir);
@@ -451,6 +456,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             .args(["--progress", &cli.progress.to_string()])
             .args(["--spin-idle", &format!("{}ms", cli.spin_idle.as_millis())])
             .args(["--op-timeout", "60s"])
+            .arg(format!("--checked={}", cli.checked))
             .args(match &cli.tls_dir {
                 Some(dir) => vec!["--tls-dir".into(), dir.clone().into_os_string()],
                 None => vec!["--insecure".into()],
