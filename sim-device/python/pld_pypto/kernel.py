@@ -88,29 +88,19 @@ class Tile:
         self._shape, self._valid, self._dtype = list(shape), list(valid), dtype
         self._values = np.frombuffer(data, dtype=NP[dtype]).reshape(shape)
 
-    @property
-    def values(self):
-        if self._values is None:
-            self._parts()
-        return self._values
+    def _lazy(field):  # noqa: N805 - a property factory, used in the class body
+        def read(self):
+            if self._values is None:
+                self._parts()
+            return getattr(self, field)
 
-    @property
-    def shape(self):
-        if self._values is None:
-            self._parts()
-        return self._shape
+        return property(read)
 
-    @property
-    def valid_shape(self):
-        if self._values is None:
-            self._parts()
-        return self._valid
-
-    @property
-    def dtype(self):
-        if self._values is None:
-            self._parts()
-        return self._dtype
+    values = _lazy("_values")
+    shape = _lazy("_shape")
+    valid_shape = _lazy("_valid")
+    dtype = _lazy("_dtype")
+    del _lazy
 
     @classmethod
     def of(cls, values, valid=None):
