@@ -117,7 +117,7 @@ fn a_256_mib_file_goes_into_a_remote_window_and_back_byte_identical() {
     let info = pld(&["--daemon", &c.grpc[1], "info"]);
     let out = text(&info.stdout);
     assert!(
-        out.contains("rank 1 of 2") && out.contains("268435456"),
+        out.contains("rank 1 of 2") && out.contains("268435456") && out.contains("checked   off"),
         "{out}"
     );
     // The 256 MiB pattern still fills the window: clear the cells first.

@@ -69,6 +69,7 @@ struct Inner {
 #[derive(Debug)]
 pub struct Checked {
     rank: u32,
+    nranks: u32,
     strict: bool,
     inner: Mutex<Inner>,
 }
@@ -95,6 +96,7 @@ impl Checked {
         }
         Some(Arc::new(Checked {
             rank,
+            nranks: n,
             strict: mode == CheckedMode::Strict,
             inner: Mutex::new(Inner {
                 clock: RankClock::new(rank, n),
@@ -106,6 +108,13 @@ impl Checked {
                 reports: Vec::new(),
             }),
         }))
+    }
+
+    /// A peer's clock, cut to the cluster's ranks (a longer one from a
+    /// broken peer must not grow this rank's clock).
+    fn clock_of(&self, s: &CheckedStamp) -> VectorClock {
+        let n = s.clock.len().min(self.nranks as usize);
+        VectorClock::from_wire(s.clock[..n].to_vec())
     }
 
     /// Every race reported so far (each once).
@@ -137,10 +146,7 @@ impl Checked {
     /// A reply's stamp (a fetching atomic's): everything it carries
     /// happens before what this rank does next.
     pub(crate) fn acquire(&self, s: &CheckedStamp) {
-        self.inner
-            .locked()
-            .clock
-            .acquire(&VectorClock::from_wire(s.clock.clone()));
+        self.inner.locked().clock.acquire(&self.clock_of(s));
     }
 
     /// Records an access to `bytes` of window `window`: by a peer (`from`:
@@ -156,7 +162,7 @@ impl Checked {
         let mut i = self.inner.locked();
         let (access, clock) = match from {
             Some((peer, op, s)) => {
-                let clock = VectorClock::from_wire(s.clock.clone());
+                let clock = self.clock_of(s);
                 let at = Epoch {
                     rank: peer,
                     tick: clock.get(peer),
@@ -223,7 +229,7 @@ impl Checked {
     ) -> Result<T, E> {
         let mut i = self.inner.locked();
         let clock = match from {
-            Some(s) => VectorClock::from_wire(s.clock.clone()),
+            Some(s) => self.clock_of(s),
             None => i.clock.release(),
         };
         let applied = apply()?;
@@ -245,7 +251,7 @@ impl Checked {
     ) -> Result<(T, CheckedStamp), E> {
         let mut i = self.inner.locked();
         let clock = match from {
-            Some(s) => VectorClock::from_wire(s.clock.clone()),
+            Some(s) => self.clock_of(s),
             None => i.clock.release(),
         };
         let value = apply()?;
@@ -290,7 +296,7 @@ impl Checked {
         self.inner
             .locked()
             .barrier_clocks
-            .heard(epoch, &VectorClock::from_wire(s.clock.clone()));
+            .heard(epoch, &self.clock_of(s));
     }
 
     /// Barrier `epoch` completed on this rank.

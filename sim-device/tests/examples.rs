@@ -142,7 +142,11 @@ fn every_example_runs_checked_without_a_race() {
     for p in [2usize, 4, 8] {
         let devices = (0..p).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
         for transport in ["quic", "tcp"] {
-            run_all(p, "a2a3sim", &["-d", &devices, "--transport", transport, "--checked"]);
+            run_all(
+                p,
+                "a2a3sim",
+                &["-d", &devices, "--transport", transport, "--checked"],
+            );
         }
     }
 }

@@ -24,6 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 /// The most units a cell keeps (a counter that only grows keeps its
 /// oldest; a wait beyond them acquires every kept unit).
 const MAX_UNITS: u64 = 1 << 20;
+/// The most runs a cell keeps: past it the two oldest merge (their units
+/// then carry the join of both clocks — more ordering for old units, never
+/// less), so a counter notified forever costs bounded memory.
+const MAX_RUNS: usize = 4096;
 
 /// The units of one signal cell: runs of (count, clock), oldest first.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +42,13 @@ impl Units {
         if n > 0 {
             self.runs.push_back((n, clock.clone()));
             self.total += n;
+        }
+        if self.runs.len() > MAX_RUNS
+            && let Some((n0, c0)) = self.runs.pop_front()
+            && let Some(next) = self.runs.front_mut()
+        {
+            next.0 += n0;
+            next.1.join(&c0);
         }
     }
 

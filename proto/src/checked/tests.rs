@@ -426,3 +426,18 @@ fn a_signal_row_cleared_by_its_owner_orders_by_the_next_notify_only() {
     });
     assert!(got.is_empty(), "{got:?}");
 }
+
+#[test]
+fn a_counter_notified_forever_keeps_bounded_history_and_its_oldest_clock() {
+    let mut cells = Cells::new();
+    let first = VectorClock::from_wire(vec![1, 0]);
+    cells.notified((1, 0), true, 1, &first);
+    for i in 0..10_000u64 {
+        cells.notified((1, 0), true, 1, &VectorClock::from_wire(vec![0, i + 2]));
+    }
+    let c = cells.passed((1, 0), Cmp::Ge, 1).expect("units kept");
+    assert!(
+        first.le(&c),
+        "the oldest unit's clock is still acquired: {c}"
+    );
+}

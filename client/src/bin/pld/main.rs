@@ -179,6 +179,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("transport {}", i.transport);
             println!("version   {} (protocol {})", i.version, i.protocol_version);
             println!("ready     {}", i.ready);
+            println!("checked   {}", i.checked);
             println!(
                 "messages  up to {} data bytes (larger transfers stream)",
                 i.max_message_data
