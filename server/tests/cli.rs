@@ -26,7 +26,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 /// Every flag of a running rank and its environment variable.
-const FLAGS: [(&str, &str); 26] = [
+const FLAGS: [(&str, &str); 27] = [
     ("--rank", "PLD_RANK"),
     ("--peers", "PLD_PEERS"),
     ("--listen", "PLD_LISTEN"),
@@ -53,6 +53,7 @@ const FLAGS: [(&str, &str); 26] = [
     ("--grpc-max-connections", "PLD_GRPC_MAX_CONNECTIONS"),
     ("--grpc-buffer-budget", "PLD_GRPC_BUFFER_BUDGET"),
     ("--grpc-stall-timeout", "PLD_GRPC_STALL_TIMEOUT"),
+    ("--checked", "PLD_CHECKED"),
 ];
 
 #[test]

@@ -291,7 +291,7 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
             })
             .collect();
         let checks = run_all(devices, program, &symmetry).await;
-        crate::checked::verdict(&ranks)?;
+        crate::checked::verdict(&ranks, &symmetry)?;
         checks
     } else {
         let devices = connect(args, profile, &program.windows(), &symmetry).await?;

@@ -30,7 +30,7 @@
 //! rank, as the examples (`cargo run -p pld-sim --example 05_remote_load_store
 //! -- -p a2a3sim -d 0,1 --mode store`) do.
 
-mod checked;
+pub mod checked;
 mod collective;
 mod device;
 mod error;

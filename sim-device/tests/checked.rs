@@ -192,7 +192,10 @@ fn every_catalog_race_is_reported_once_with_both_ranks_and_the_region() {
                 .expect("rank 0's race");
             assert!(r0.contains("rank 0 stored into its own"), "{ctx}: {r0}");
             assert!(r0.contains(&format!("rank {} read", p - 1)), "{ctx}: {r0}");
-            assert!(r0.contains("bytes 0..256"), "{ctx}: {r0}");
+            assert!(
+                r0.contains("bytes 0..256 (data[0, 0:64] of [1, 64])"),
+                "{ctx}: {r0}"
+            );
             assert!(
                 r0.contains("in load mode, stage, then barrier, then remote_load"),
                 "{r0}"

@@ -12,10 +12,16 @@ impl Rank {
     /// rendered (both accesses, the bytes, the missing ordering and the
     /// catalog's fix where it applies). Empty when checked mode is off.
     pub fn race_reports(&self) -> Vec<String> {
+        self.races().iter().map(ToString::to_string).collect()
+    }
+
+    /// Checked mode: the races reported in this rank's windows, as data
+    /// (a front end names their bytes its own way).
+    pub fn races(&self) -> Vec<pld_proto::checked::Race> {
         self.state
             .checked
             .as_ref()
-            .map(|c| c.reports().iter().map(ToString::to_string).collect())
+            .map(|c| c.reports())
             .unwrap_or_default()
     }
 

@@ -183,7 +183,9 @@ impl Cluster {
         let mut all = std::collections::BTreeSet::new();
         for r in &self.ranks {
             if let Some(Dev::Rank(d)) = r.borrow(py).device() {
-                all.extend(d.rma().race_reports());
+                for race in d.rma().races() {
+                    all.insert(pld_sim::checked::render(&race, &self.symmetry));
+                }
             }
         }
         all.into_iter().collect()

@@ -66,6 +66,7 @@ def test_a_remote_load_before_the_barrier_is_reported_once_and_fails(tmp_path, p
     assert len(set(races)) == p, "each race once"
     r0 = next(l for l in races if "rank 0's window" in l)
     assert "rank 0 stored into its own" in r0 and f"rank {1 if p == 2 else p - 1} read" in r0, r0
+    assert "bytes 0..256 (data_buf[0, 0:64] of [1, 64])" in r0, r0
     assert "in load mode, stage, then barrier, then remote_load" in r0, r0
     assert "OK" not in out.stdout
 

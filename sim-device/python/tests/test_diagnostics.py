@@ -75,15 +75,15 @@ CASES = {
     ),
     "a_region_outside_the_window_view": (
         "    pld.tile.remote_store(pl.load(x, [0, 0], [1, 64]), data, peer=1 - me, offsets=[64, 0])",
-        "does not fit in 'buffer0' of shape [64, 64]",
+        "does not fit in 'data_buf' of shape [64, 64]",
     ),
     "a_barrier_on_a_data_view": (
         "    pld.tensor.barrier(data)",
-        "barrier: 'buffer0' is fp32, but int32 is required; signal cells are int32",
+        "barrier: 'data_buf' is fp32, but int32 is required; signal cells are int32",
     ),
     "a_barrier_signal_of_the_wrong_shape": (
         "    pld.tensor.barrier(pld.tensor.allreduce(data, signal, mode='ring'))",
-        "allreduce: the signal 'buffer1' is [2, 1], but allreduce needs at least [2, 2] int32 cells",
+        "allreduce: the signal 'signal_buf' is [2, 1], but allreduce needs at least [2, 2] int32 cells",
     ),
 }
 

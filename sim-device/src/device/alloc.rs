@@ -39,6 +39,8 @@ impl std::fmt::Display for Alloc {
 #[derive(Debug, Default)]
 pub struct Symmetry {
     log: Mutex<Vec<Vec<Alloc>>>,
+    /// The views made of the buffers, to name a race's bytes.
+    pub sites: super::Sites,
 }
 
 impl Symmetry {
@@ -172,6 +174,8 @@ impl<R: Rma> Device<R> {
                 size: buf.bytes,
             });
         }
+        let elem = T::DTYPE.size() as u64;
+        (self.symmetry.sites).record(&buf.name, &buf.window, buf.base, shape, elem);
         Ok(DistributedTensor {
             name: buf.name.clone(),
             window: buf.window.clone(),

@@ -15,6 +15,7 @@
 
 mod alloc;
 mod peer;
+mod sites;
 mod system;
 mod tensor;
 mod tile;
@@ -24,6 +25,7 @@ use crate::tensor::{DistributedTensor, OnChip, Profile, Shape2, Tensor, Tile};
 pub use alloc::{Symmetry, WindowBuffer, collapse};
 use pld_proto::Rma;
 use pld_proto::region::Chunking;
+pub use sites::Sites;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,10 @@ tensor tiers and the collectives, each one call into the rank's Rust
 device (which checks it and sends its messages)."""
 
 import enum
+import linecache
 import math
+import re
+import sys
 import types
 
 import numpy as np
@@ -112,7 +115,16 @@ def alloc_window_buffer(size, dtype=None, name=None):
         nbytes = math.prod(int(s) for s in size) * dtype.get_byte()
     else:
         nbytes = int(size)
-    return host.alloc(nbytes, name)
+    return host.alloc(nbytes, name or _assigned_name(sys._getframe(1)))
+
+
+def _assigned_name(frame):
+    """The name the caller's line assigns to (``data_buf = pld.alloc_...``),
+    so that diagnostics and race reports name the buffer as the program
+    does; ``None`` when the line is not a plain assignment."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", line)
+    return m.group(1) if m else None
 
 
 def window(buf, shape, dtype=None):
