@@ -181,26 +181,26 @@ impl Checked {
                 )
             }
         };
-        let mut first = None;
         // Strict: a racing access is refused, so it is checked first and
         // recorded only if nothing races (it never happens otherwise).
-        let raced = self.strict
-            && bytes.iter().fold(false, |raced, b| {
-                let (r, fresh) = i.detector.check(window, b.clone(), &access, &clock);
+        let mut first = None;
+        if self.strict {
+            for b in bytes {
+                let (raced, fresh) = i.detector.check(window, b.clone(), &access, &clock);
                 for race in fresh {
                     tracing::warn!("{race}");
                     first.get_or_insert_with(|| race.to_string());
                     i.reports.push(race);
                 }
-                if r && first.is_none() {
+                if raced && first.is_none() {
                     first = Some(format!(
                         "race on rank {}'s window {window} bytes {}..{}: the access races one reported before (see the log)",
                         self.rank, b.start, b.end
                     ));
                 }
-                raced || r
-            });
-        if !raced {
+            }
+        }
+        if first.is_none() {
             for b in bytes {
                 for race in i.detector.access(window, b.clone(), &access, &clock) {
                     tracing::warn!("{race}");
@@ -208,10 +208,7 @@ impl Checked {
                 }
             }
         }
-        match first {
-            Some(report) if self.strict => Err(report),
-            _ => Ok(()),
-        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Applies a notify (`op` of `value`) to signal cell (`window`,

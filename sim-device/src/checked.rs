@@ -25,10 +25,10 @@ pub fn render(race: &Race, symmetry: &Symmetry) -> String {
 
 /// Every race the ranks reported, named, sorted and deduplicated (two runs
 /// of one program print the same).
-pub fn reports(ranks: &[Arc<Rank>], symmetry: &Symmetry) -> Vec<String> {
+pub fn reports<'a>(ranks: impl IntoIterator<Item = &'a Rank>, symmetry: &Symmetry) -> Vec<String> {
     let all: BTreeSet<String> = ranks
-        .iter()
-        .flat_map(|r| r.races())
+        .into_iter()
+        .flat_map(Rank::races)
         .map(|race| render(&race, symmetry))
         .collect();
     all.into_iter().collect()
@@ -36,7 +36,7 @@ pub fn reports(ranks: &[Arc<Rank>], symmetry: &Symmetry) -> Vec<String> {
 
 /// Fails with every race the ranks reported, or passes.
 pub fn verdict(ranks: &[Arc<Rank>], symmetry: &Symmetry) -> Result<()> {
-    let reports = reports(ranks, symmetry);
+    let reports = reports(ranks.iter().map(|r| &**r), symmetry);
     if reports.is_empty() {
         return Ok(());
     }

@@ -352,7 +352,7 @@ impl Rank {
                     Some(c) => c.notify(win.0, offset, None, notify, value, apply),
                     None => apply(),
                 };
-                self.local_op(op, peer, r.map(|_| ()))
+                self.local_op(op, peer, r)
             }
             Target::Remote(link) => self.single(&link, op, body, handle::acked).await,
         }

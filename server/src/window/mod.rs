@@ -481,28 +481,24 @@ impl Window {
         Ok(self.check_elems(offset, 4, Dtype::Int32)?.start)
     }
 
-    /// Sets or atomically adds to an int32 signal cell; returns the value
-    /// it left there.
-    pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<i32, AccessError> {
+    /// Sets or atomically adds to an int32 signal cell.
+    pub fn notify(&self, offset: u64, op: NotifyOp, value: i32) -> Result<(), AccessError> {
         let at = self.check_signal(offset)?;
         if op == NotifyOp::Unspecified {
             return Err(AccessError::InvalidNotifyOp { value: op as i32 });
         }
-        let now = self.with_cell(at, |p| {
+        self.with_cell(at, |p| {
             // SAFETY: checked in bounds and 4-byte aligned.
             let cell = unsafe { atomic::signal_cell(p) };
             match op {
-                NotifyOp::AtomicAdd => cell
-                    .fetch_add(value, std::sync::atomic::Ordering::AcqRel)
-                    .wrapping_add(value),
-                _ => {
-                    cell.store(value, std::sync::atomic::Ordering::Release);
-                    value
+                NotifyOp::AtomicAdd => {
+                    cell.fetch_add(value, std::sync::atomic::Ordering::AcqRel);
                 }
+                _ => cell.store(value, std::sync::atomic::Ordering::Release),
             }
         });
         self.board.changed();
-        Ok(now)
+        Ok(())
     }
 
     /// Atomically reads an int32 signal cell.

@@ -180,15 +180,15 @@ impl Cluster {
     /// `--checked`: every race the embedded ranks reported, each once,
     /// sorted (empty when checked mode is off or nothing raced).
     fn race_reports(&self, py: Python<'_>) -> Vec<String> {
-        let mut all = std::collections::BTreeSet::new();
-        for r in &self.ranks {
-            if let Some(Dev::Rank(d)) = r.borrow(py).device() {
-                for race in d.rma().races() {
-                    all.insert(pld_sim::checked::render(&race, &self.symmetry));
-                }
-            }
-        }
-        all.into_iter().collect()
+        let devs: Vec<_> = self
+            .ranks
+            .iter()
+            .filter_map(|r| match r.borrow(py).device() {
+                Some(Dev::Rank(d)) => Some(d.clone()),
+                _ => None,
+            })
+            .collect();
+        pld_sim::checked::reports(devs.iter().map(|d| d.rma()), &self.symmetry)
     }
 
     /// Shuts the ranks down.
