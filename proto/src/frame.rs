@@ -448,7 +448,7 @@ mod tests {
     fn msg_kind_names_every_body() {
         let ack = Header {
             id: 3,
-            body: Some(Body::Ack(Ack {})),
+            body: Some(Body::Ack(Ack::default())),
             checked: None,
         };
         assert_eq!(MsgKind::of(&ack), MsgKind::Ack);

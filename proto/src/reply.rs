@@ -65,8 +65,14 @@ mod tests {
 
     #[test]
     fn each_op_takes_its_own_reply_and_names_a_wrong_one() {
-        assert_eq!(answer(OpKind::Put, Some(Body::Ack(Ack {}))), Answer::Ack);
-        assert_eq!(answer(OpKind::Notify, Some(Body::Ack(Ack {}))), Answer::Ack);
+        assert_eq!(
+            answer(OpKind::Put, Some(Body::Ack(Ack::default()))),
+            Answer::Ack
+        );
+        assert_eq!(
+            answer(OpKind::Notify, Some(Body::Ack(Ack::default()))),
+            Answer::Ack
+        );
         assert_eq!(
             answer(OpKind::Get, Some(Body::GetReply(GetReply {}))),
             Answer::Data
@@ -92,7 +98,7 @@ mod tests {
             }
         );
         assert_eq!(
-            answer(OpKind::Get, Some(Body::Ack(Ack {}))),
+            answer(OpKind::Get, Some(Body::Ack(Ack::default()))),
             Answer::Mismatch {
                 op: OpKind::Get,
                 got: "ack"

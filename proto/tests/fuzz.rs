@@ -100,7 +100,7 @@ fn seeds() -> Vec<Vec<u8>> {
             op: pb::NotifyOp::AtomicAdd as i32,
         }),
         Body::Barrier(pb::BarrierSignal { epoch: 7, round: 2 }),
-        Body::Ack(pb::Ack {}),
+        Body::Ack(pb::Ack::default()),
         Body::Error(pb::ErrorReply {
             code: pb::ErrorCode::OutOfRange as i32,
             message: "no".into(),

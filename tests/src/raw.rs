@@ -230,3 +230,54 @@ pub async fn fake_rank(
     });
     rx
 }
+
+/// Rank 0 here, linked to a fake rank 1 (plain TCP) that the test drives
+/// frame by frame.
+#[allow(missing_debug_implementations)]
+pub struct Faked {
+    /// The real rank 0.
+    pub rank: pld_server::Rank,
+    /// The fake rank 1's end of rank 0's link.
+    pub fake: tokio::net::TcpStream,
+    buf: BytesMut,
+    decoder: Decoder,
+}
+
+impl Faked {
+    /// Starts rank 0 with op timeout `op_timeout` against a fake rank 1.
+    pub async fn start(op_timeout: Duration) -> Faked {
+        let peers = crate::loopback_peers(2);
+        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
+        let mut conns = fake_rank(listener, 1, 2).await;
+        let mut c = crate::rank_config(0, &peers, TransportKind::Tcp);
+        c.op_timeout = op_timeout;
+        c.security = pld_server::Security::Insecure;
+        let rank = pld_server::Rank::start(c).await.unwrap();
+        let (_, fake, buf) = conns.recv().await.expect("rank 0 dialed the fake");
+        Faked {
+            rank,
+            fake,
+            buf,
+            decoder: Decoder::new(8 << 20),
+        }
+    }
+
+    /// The next frame rank 0 sent.
+    pub async fn next(&mut self) -> Frame {
+        loop {
+            if let Some(f) = self.decoder.decode(&mut self.buf).unwrap() {
+                return f;
+            }
+            let n = self.fake.read_buf(&mut self.buf).await.unwrap();
+            assert!(n > 0, "rank 0 closed the connection");
+        }
+    }
+
+    /// Sends rank 0 a reply frame.
+    pub async fn reply(&mut self, header: Header) {
+        self.fake
+            .write_all(&frame::encode(&header, &[]))
+            .await
+            .unwrap();
+    }
+}

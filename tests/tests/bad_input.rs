@@ -303,7 +303,7 @@ both!(
                 "unknown window id 9".into(),
             ),
             (
-                Body::Ack(Ack {}),
+                Body::Ack(Ack::default()),
                 vec![],
                 ErrorCode::UnexpectedMessage,
                 "a ack is not a request".into(),

@@ -8,57 +8,13 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use bytes::BytesMut;
-use pld_proto::frame::{Decoder, encode, error_header};
+use pld_proto::frame::error_header;
 use pld_proto::v1::{Ack, Header, header::Body};
-use pld_proto::{ErrorCode, Frame, OpKind};
-use pld_server::{Error, Rank, TransportKind};
-use pld_tests::{Cluster, both, loopback_peers, rank_config, run};
+use pld_proto::{ErrorCode, OpKind};
+use pld_server::{Error, TransportKind};
+use pld_tests::raw::Faked;
+use pld_tests::{Cluster, both, run};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-/// Rank 0 here, linked to a fake rank 1 (plain TCP) that the test drives.
-struct Faked {
-    rank: Rank,
-    fake: TcpStream,
-    buf: BytesMut,
-    decoder: Decoder,
-}
-
-impl Faked {
-    async fn start(op_timeout: Duration) -> Faked {
-        let peers = loopback_peers(2);
-        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
-        let mut conns = pld_tests::raw::fake_rank(listener, 1, 2).await;
-        let mut c = rank_config(0, &peers, TransportKind::Tcp);
-        c.op_timeout = op_timeout;
-        c.security = pld_server::Security::Insecure;
-        let rank = Rank::start(c).await.unwrap();
-        let (_, fake, buf) = conns.recv().await.expect("rank 0 dialed the fake");
-        Faked {
-            rank,
-            fake,
-            buf,
-            decoder: Decoder::new(8 << 20),
-        }
-    }
-
-    /// The next frame rank 0 sent.
-    async fn next(&mut self) -> Frame {
-        loop {
-            if let Some(f) = self.decoder.decode(&mut self.buf).unwrap() {
-                return f;
-            }
-            let n = self.fake.read_buf(&mut self.buf).await.unwrap();
-            assert!(n > 0, "rank 0 closed the connection");
-        }
-    }
-
-    async fn reply(&mut self, header: Header) {
-        self.fake.write_all(&encode(&header, &[])).await.unwrap();
-    }
-}
 
 #[test]
 fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
@@ -85,7 +41,7 @@ fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
         let put = f.next().await;
         f.reply(Header {
             id: put.header.id,
-            body: Some(Body::Ack(Ack {})),
+            body: Some(Body::Ack(Ack::default())),
             checked: None,
         })
         .await;
@@ -94,7 +50,7 @@ fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
         assert!(matches!(frame.header.body, Some(Body::Put(_))));
         f.reply(Header {
             id: frame.header.id,
-            body: Some(Body::Ack(Ack {})),
+            body: Some(Body::Ack(Ack::default())),
             checked: None,
         })
         .await;
@@ -199,7 +155,7 @@ fn a_put_larger_than_a_frame_is_sent_and_applied_frame_by_frame() {
         for (_, _, id) in &parts {
             f.reply(Header {
                 id: *id,
-                body: Some(Body::Ack(Ack {})),
+                body: Some(Body::Ack(Ack::default())),
                 checked: None,
             })
             .await;

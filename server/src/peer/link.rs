@@ -7,14 +7,15 @@
 //! error naming the peer, and later ops to it fail immediately.
 
 use super::handshake::Established;
-use super::{FrameReader, RankState, write_frame};
+use super::outbox::{self, Outbox};
+use super::{FrameReader, RankState};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
 use bytes::{Bytes, BytesMut};
 use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{BarrierSignal, Header, header::Body};
+use pld_proto::v1::{BarrierSignal, header::Body};
 use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,7 +52,11 @@ pub(crate) struct Link {
     /// The peer's run (its Hello's epoch) this link reaches.
     pub epoch: u64,
     /// `None` once a cancelled write left half a frame on the stream.
-    writer: tokio::sync::Mutex<Option<PeerWriter>>,
+    pub(super) writer: tokio::sync::Mutex<Option<PeerWriter>>,
+    /// Small request frames waiting for the scheduled flush.
+    pub(super) outbox: Mutex<Outbox>,
+    /// Where the flushes run.
+    pub(super) runtime: tokio::runtime::Handle,
     ops: Mutex<PeerOps<Waiter>>,
     lost: OnceLock<String>,
     /// Tasks in `quiet` waiting on this link; completions wake them only
@@ -62,7 +67,7 @@ pub(crate) struct Link {
     /// The spinning socket (TCP, spin progress), whose reader spins only
     /// while replies are due.
     spin: Option<Arc<crate::transport::SpinTcp>>,
-    state: Arc<RankState>,
+    pub(super) state: Arc<RankState>,
 }
 
 impl Link {
@@ -76,6 +81,8 @@ impl Link {
             peer_max_payload: (est.peer.max_payload as usize).clamp(4096, u32::MAX as usize),
             epoch: est.peer.epoch,
             writer: tokio::sync::Mutex::new(Some(est.writer)),
+            outbox: Mutex::new(Outbox::default()),
+            runtime: tokio::runtime::Handle::current(),
             ops: Mutex::new(PeerOps::new()),
             lost: OnceLock::new(),
             quiet_waiters: AtomicUsize::new(0),
@@ -89,19 +96,19 @@ impl Link {
 
     /// Lets the reader spin exactly while ops await replies (call with the
     /// table locked, so that issue and completion cannot race).
-    fn spin_for_replies(&self, ops: &PeerOps<Waiter>) {
+    pub(super) fn spin_for_replies(&self, ops: &PeerOps<Waiter>) {
         if let Some(s) = &self.spin {
             s.want_replies(ops.outstanding() > 0);
         }
     }
 
-    fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
+    pub(super) fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
         // A panic while holding this lock would be a bug in PeerOps; the
         // table is still consistent (every method leaves it whole), so keep going.
         self.ops.locked()
     }
 
-    fn lost_error(&self) -> Option<Error> {
+    pub(super) fn lost_error(&self) -> Option<Error> {
         self.lost.get().map(|reason| Error::PeerLost {
             rank: self.peer,
             reason: reason.clone(),
@@ -142,83 +149,10 @@ impl Link {
     /// Sends a barrier message (one-way: id 0, no reply).
     pub async fn signal(&self, epoch: u64, round: u32) -> Result<()> {
         let body = Body::Barrier(BarrierSignal { epoch, round });
-        self.write(body, &[], |_| 0).await.map(|_| ())
+        self.write_now(body, &[], |_| 0).await.map(|_| ())
     }
 
-    /// Writes one frame under the writer lock. `id` picks the frame's id
-    /// with the lock held — so a caller cancelled while waiting for the
-    /// lock has recorded nothing, and ids follow the order of the frames.
-    async fn write(
-        &self,
-        body: Body,
-        payload: &[u8],
-        id: impl FnOnce(&mut PeerOps<Waiter>) -> u64,
-    ) -> Result<u64> {
-        if let Some(e) = self.lost_error() {
-            return Err(e);
-        }
-        let mut guard = CancelGuard {
-            link: self,
-            writer: self.writer.lock().await,
-            armed: true,
-        };
-        let Some(writer) = guard.writer.as_mut() else {
-            guard.armed = false;
-            return Err(self.lost_or_reset());
-        };
-        let id = {
-            let mut ops = self.ops();
-            let id = id(&mut ops);
-            self.spin_for_replies(&ops);
-            id
-        };
-        // Checked mode: the request carries this rank's clock (a barrier
-        // signal, the join of what it heard of that barrier).
-        let checked = self.state.checked.as_ref().map(|c| match &body {
-            Body::Barrier(b) => c.barrier_stamp(b.epoch),
-            b => c.stamp_request(b),
-        });
-        let header = Header {
-            id,
-            body: Some(body),
-            checked,
-        };
-        // A peer that stops reading (cut off by a partition, hung) blocks
-        // the write once the socket's buffers fill; TCP would wait for
-        // many minutes. Give up after the op timeout: the stream then holds
-        // half a frame, so the writer goes and the link fails.
-        let timeout = self.state.config.op_timeout;
-        let written = match tokio::time::timeout(timeout, write_frame(writer, &header, payload))
-            .await
-        {
-            Ok(w) => w,
-            Err(_) => {
-                guard.writer.take();
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "no progress writing for {timeout:?}: the peer does not read, or the network is cut"
-                    ),
-                ))
-            }
-        };
-        guard.armed = false;
-        drop(guard);
-        match written {
-            Ok(n) => {
-                self.state.stats.sent(MsgKind::of(&header), n);
-                self.state.activity.touch();
-                Ok(header.id)
-            }
-            // Fails every outstanding op of this link, this one included.
-            Err(e) => {
-                self.fail(format!("sending to {} failed: {e}", self.remote));
-                Err(self.lost_or_reset())
-            }
-        }
-    }
-
-    fn lost_or_reset(&self) -> Error {
+    pub(super) fn lost_or_reset(&self) -> Error {
         self.lost_error().unwrap_or(Error::PeerLost {
             rank: self.peer,
             reason: "the link was reset".into(),
@@ -235,9 +169,15 @@ impl Link {
         self.lost.get().map(String::as_str)
     }
 
-    /// Hands a reply to whoever waits for its op.
+    /// Hands a reply to whoever waits for its op — for a cumulative
+    /// acknowledgement, to every op it covers.
     fn deliver(&self, frame: Frame) {
         let id = frame.header.id;
+        if let Some(Body::Ack(a)) = &frame.header.body
+            && a.first != 0
+        {
+            return self.deliver_acks(a.first, id);
+        }
         let completed = {
             let mut ops = self.ops();
             let op = ops.complete(id);
@@ -257,13 +197,51 @@ impl Link {
         if let (Some(c), Some(s)) = (&self.state.checked, &frame.header.checked) {
             c.acquire(s);
         }
-        let reply = match answer(op.kind, frame.header.body) {
+        let reply = self.reply(op.kind, id, frame.header.body, frame.payload);
+        self.finish(op, reply);
+        self.wake_quiet();
+    }
+
+    /// A cumulative acknowledgement of ops `first..=last`: each outstanding
+    /// one completes as if acknowledged alone (an op of a kind that an ack
+    /// does not answer fails, naming itself).
+    fn deliver_acks(&self, first: u64, last: u64) {
+        if first > last || last - first > u32::MAX as u64 {
+            tracing::warn!(
+                peer = self.peer,
+                first,
+                last,
+                "ignored a cumulative ack of no sensible range"
+            );
+            return;
+        }
+        let completed: Vec<_> = {
+            let mut ops = self.ops();
+            let done = (first..=last).filter_map(|id| ops.complete(id)).collect();
+            self.spin_for_replies(&ops);
+            done
+        };
+        for op in completed {
+            let reply = self.reply(
+                op.kind,
+                op.id,
+                Some(Body::Ack(Default::default())),
+                Bytes::new(),
+            );
+            self.finish(op, reply);
+        }
+        self.wake_quiet();
+    }
+
+    /// What a reply body means for op `id` of kind `kind`.
+    fn reply(&self, kind: OpKind, id: u64, body: Option<Body>, payload: Bytes) -> Result<Reply> {
+        match answer(kind, body) {
             Answer::Ack => Ok(Reply::Ack),
-            Answer::Data => Ok(Reply::Data(frame.payload)),
+            Answer::Data => Ok(Reply::Data(payload)),
             Answer::Value(v) => Ok(Reply::Value(v)),
             Answer::Refused { code, message } => Err(Error::Rejected {
                 rank: self.peer,
-                op: op.kind,
+                op: kind,
                 id,
                 code,
                 message,
@@ -272,14 +250,17 @@ impl Link {
                 rank: self.peer,
                 reason: format!("answered {kind} #{id} with {got}"),
             }),
-        };
+        }
+    }
+
+    /// Counts a completed op and hands its reply to its waiter.
+    fn finish(&self, op: pld_proto::track::Outstanding<Waiter>, reply: Result<Reply>) {
         if reply.is_err() {
             self.state.stats.failed(op.kind);
         } else {
             self.state.stats.completed(op.kind, op.issued_at.elapsed());
         }
         let _ = op.waiter.tx.send(reply);
-        self.wake_quiet();
     }
 
     /// Takes op `id` out of the table if it is a get with a sink of exactly
@@ -348,8 +329,12 @@ impl Link {
     /// connection goes.
     pub async fn close(&self) {
         self.lose("this rank shut down".into(), false);
-        let writer = self.writer.lock().await.take();
-        if let Some(mut w) = writer {
+        let mut writer = self.writer.lock().await;
+        let queued = self.outbox.locked().take();
+        if let Some(mut w) = writer.take() {
+            if !queued.is_empty() {
+                let _ = outbox::write_after(&mut w, queued, &[], &[]).await;
+            }
             super::finish(&mut w).await;
         }
     }
@@ -417,26 +402,6 @@ struct Decrement<'a>(&'a AtomicUsize);
 impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Holds the writer while a frame is written. If the caller is cancelled
-/// in the middle, the stream holds half a frame and cannot carry another:
-/// the guard drops the writer (the peer sees the stream end) and fails
-/// the link.
-struct CancelGuard<'a> {
-    link: &'a Link,
-    writer: tokio::sync::MutexGuard<'a, Option<PeerWriter>>,
-    armed: bool,
-}
-
-impl Drop for CancelGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.writer.take();
-            self.link
-                .fail("an op was cancelled while its frame was half written".into());
-        }
     }
 }
 
@@ -541,6 +506,7 @@ impl Pending {
     /// op timeout (the link's sweeper then fails the op, and a late reply is
     /// ignored).
     pub async fn wait(self) -> Result<Reply> {
+        self.link.flush().await;
         match self.rx.await {
             Ok(r) => r,
             Err(_) => Err(self.link.lost_or_reset()),

@@ -4,16 +4,21 @@
 //!   counters, the barrier, rejoin bookkeeping);
 //! - [`wire`]: frames on a stream — the reader, the writer, finishing;
 //! - [`handshake`]: dialing with retries, accepting, the identity check;
+//! - [`outbox`]: coalescing — small requests issued back to back share a
+//!   write;
 //! - [`link`]: the origin side of one (origin, target) connection — issue
 //!   requests, match replies by id, fail everything when the peer is gone;
 //! - [`serve`]: the target side — apply requests to the windows in arrival
-//!   order and answer each.
+//!   order and answer each ([`replies`]: answers from one read leave in one
+//!   write, consecutive acks merged into one cumulative ack).
 //!
 //! Dependencies run one way: `serve` and `link` use `handshake`, all use
 //! `wire` and `state`.
 
 pub(crate) mod handshake;
 pub(crate) mod link;
+pub(crate) mod outbox;
+pub(crate) mod replies;
 pub(crate) mod serve;
 pub(crate) mod state;
 pub(crate) mod wire;

@@ -8,17 +8,17 @@
 //! request already buffered go out in one write.
 
 use super::handshake::{self, Established};
+use super::replies::Replies;
 use super::{RankState, ReadError};
 use crate::error::AccessError;
 use crate::ratelog::RateLimitedBy;
 use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
-use bytes::BytesMut;
 use pld_proto::checked::AccessKind;
-use pld_proto::frame::{self, error_header};
+use pld_proto::frame;
 use pld_proto::lock::Locked;
 use pld_proto::v1::{
-    Ack, CheckedStamp, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body,
+    CheckedStamp, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body,
 };
 use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
 use std::sync::Arc;
@@ -90,7 +90,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
     let _e = span.enter();
     tracing::debug!(%remote, "peer connected");
     drop(_e);
-    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut out = Replies::with_capacity(64 * 1024);
     let reason = loop {
         let (header, len) = match reader.try_head() {
             Ok(Some(head)) => head,
@@ -112,7 +112,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
                 state.stats.frame_error();
                 tracing::warn!(peer = peer.rank, %remote, error = %e, "closing a peer connection");
                 let reply = frame::encode(&e.to_reply(), &[]);
-                out.extend_from_slice(&reply);
+                out.raw().extend_from_slice(&reply);
                 let _ = flush(&state, &mut writer, &mut out).await;
                 let _ = writer.shutdown().await;
                 reader.drain(Duration::from_secs(1)).await;
@@ -144,14 +144,14 @@ async fn serve(state: Arc<RankState>, est: Established) {
                     }
                     w.changed();
                     state.stats.served(OpKind::Put, true);
-                    push(&state, &mut out, header.id, Body::Ack(Ack {}), 0);
+                    out.ack(&state, header.id);
                 }
                 Err(e) => {
                     if let Err(e) = reader.skip_payload().await {
                         break e.to_string();
                     }
                     state.stats.served(OpKind::Put, false);
-                    reply_error(&state, &mut out, header.id, e.code(), e.to_string());
+                    out.error(&state, header.id, e.code(), e.to_string());
                 }
             }
             continue;
@@ -201,8 +201,8 @@ async fn write_rows(writer: &mut PeerWriter, w: &Window, rows: Rows) -> std::io:
     Ok(())
 }
 
-async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut BytesMut) -> std::io::Result<()> {
-    w.write_all(out).await?;
+async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut Replies) -> std::io::Result<()> {
+    w.write_all(out.bytes()).await?;
     w.flush().await?;
     state.stats.bytes_out(out.len());
     out.clear();
@@ -230,7 +230,7 @@ fn serve_request(
     peer: &Hello,
     header: Header,
     payload: &[u8],
-    out: &mut BytesMut,
+    out: &mut Replies,
     write_raw: bool,
 ) -> Option<(u32, Rows)> {
     state.activity.touch();
@@ -258,9 +258,8 @@ fn serve_request(
         return None;
     }
     let Some(body) = header.body else {
-        reply_error(
+        out.error(
             state,
-            out,
             id,
             ErrorCode::UnexpectedMessage,
             "a frame without a message".into(),
@@ -270,29 +269,29 @@ fn serve_request(
     let at = (id, header.checked.as_ref());
     let Some((op, outcome)) = classify_and_apply(state, peer, at, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
-        reply_error(state, out, id, ErrorCode::UnexpectedMessage, msg);
+        out.error(state, id, ErrorCode::UnexpectedMessage, msg);
         return None;
     };
     state.stats.served(op, outcome.is_ok());
     match outcome {
-        Ok(Outcome::Ack) => push(state, out, id, Body::Ack(Ack {}), 0),
+        Ok(Outcome::Ack) => out.ack(state, id),
         Ok(Outcome::Value(v, checked)) => {
             let body = Body::Value(ValueReply { previous: v });
-            push_checked(state, out, id, body, checked);
+            out.push(state, id, body, 0, checked);
         }
         Ok(Outcome::Data { window, rows }) => {
-            push(state, out, id, Body::GetReply(GetReply {}), rows.len());
+            out.push(state, id, Body::GetReply(GetReply {}), rows.len(), None);
             if write_raw && rows.len() >= DIRECT_MIN {
                 return Some((window, rows));
             }
             // Checked in `run`: the window exists and the rows are in it.
             if let Ok(w) = state.windows.get(window) {
-                w.append_rows(rows, out);
+                w.append_rows(rows, out.raw());
             }
         }
         Err(e) => {
             tracing::debug!(peer = peer.rank, op = op.name(), id, error = %e, "rejected a request");
-            reply_error(state, out, id, e.code(), e.to_string());
+            out.error(state, id, e.code(), e.to_string());
         }
     }
     None
@@ -499,37 +498,4 @@ fn atomic(
     check(window, &rows, kind)?;
     let (v, stamp) = c.atomic(window, offset, at.1, apply)?;
     Ok(Outcome::Value(v, Some(stamp)))
-}
-
-/// A reply that carries a checked-mode stamp.
-fn push_checked(
-    state: &RankState,
-    out: &mut BytesMut,
-    id: u64,
-    body: Body,
-    checked: Option<CheckedStamp>,
-) {
-    let header = Header {
-        id,
-        body: Some(body),
-        checked,
-    };
-    state.stats.msg_sent(MsgKind::of(&header));
-    frame::encode_head(&header, 0, out);
-}
-
-fn push(state: &RankState, out: &mut BytesMut, id: u64, body: Body, payload_len: usize) {
-    let header = Header {
-        id,
-        body: Some(body),
-        checked: None,
-    };
-    state.stats.msg_sent(MsgKind::of(&header));
-    frame::encode_head(&header, payload_len, out);
-}
-
-fn reply_error(state: &RankState, out: &mut BytesMut, id: u64, code: ErrorCode, message: String) {
-    let header = error_header(id, code, message);
-    state.stats.msg_sent(MsgKind::Error);
-    frame::encode_head(&header, 0, out);
 }

@@ -12,9 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How much free buffer a read asks the socket to fill, at least.
 const READ_CHUNK: usize = 64 * 1024;
-/// Payloads up to this size are copied behind their header so the frame
-/// leaves in one write; larger ones are written from the caller's buffer.
-const COALESCE_MAX: usize = 16 * 1024;
+use super::outbox::COALESCE_MAX;
 
 /// Why a peer stream stopped producing frames.
 #[derive(Debug, thiserror::Error)]

@@ -34,6 +34,9 @@ impl Rank {
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
         let links = self.links.all();
         let tickets: Vec<_> = links.iter().map(|l| (l, l.ticket())).collect();
+        for link in &links {
+            link.flush().await;
+        }
         let mut late = Vec::new();
         for (link, ticket) in &tickets {
             if !link.wait_done_before(*ticket, deadline).await {
@@ -214,6 +217,11 @@ impl Rank {
         timeout: Duration,
     ) -> Result<i32> {
         let (w, _) = self.signal_cell("wait", win, offset, cmp)?;
+        // What this rank queued may be what the cell waits for (a notify
+        // that another rank answers): send it before sleeping.
+        for link in self.links.all() {
+            link.flush().await;
+        }
         let deadline = crate::deadline::after(timeout);
         let mut last = 0;
         let held = self
