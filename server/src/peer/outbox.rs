@@ -33,6 +33,14 @@ use tokio::io::AsyncWriteExt;
 /// written from the caller's buffer.
 pub(crate) const COALESCE_MAX: usize = 16 * 1024;
 
+/// Once this much is queued, the issuing caller writes it itself: a
+/// program that issues ops without ever yielding does not grow the outbox
+/// without bound. (Writing earlier, to let the target start on the first
+/// part of a run while the rest is issued, measured slower: a loopback
+/// send costs the sender the receiver's TCP processing too. See
+/// docs/PERFORMANCE.md, "Small-op message rate".)
+const WRITE_AT: usize = 64 * 1024;
+
 /// Frames encoded but not yet written, and whether a flush is scheduled.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
@@ -65,17 +73,23 @@ impl Link {
         if payload.len() > COALESCE_MAX {
             return self.write_now(body, payload, id).await;
         }
-        let mut outbox = self.outbox.locked();
-        let header = self.header(body, id);
-        let before = outbox.buf.len();
-        pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
-        outbox.buf.extend_from_slice(payload);
-        self.sent(&header, outbox.buf.len() - before);
-        if !outbox.scheduled {
-            outbox.scheduled = true;
-            self.runtime.spawn(flush_queued(self.clone()));
+        let (id, full) = {
+            let mut outbox = self.outbox.locked();
+            let header = self.header(body, id);
+            let before = outbox.buf.len();
+            pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
+            outbox.buf.extend_from_slice(payload);
+            self.sent(&header, outbox.buf.len() - before);
+            if !outbox.scheduled {
+                outbox.scheduled = true;
+                self.runtime.spawn(flush_queued(self.clone()));
+            }
+            (header.id, outbox.buf.len() >= WRITE_AT)
+        };
+        if full {
+            self.flush().await;
         }
-        Ok(header.id)
+        Ok(id)
     }
 
     /// Writes one frame now, under the writer lock, behind whatever the

@@ -10,7 +10,7 @@ use crate::window::check_fits;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
 use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, header::Body};
+use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, PeerPut, header::Body};
 use pld_proto::{Dtype, Element, NotifyOp, OpKind};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -44,6 +44,20 @@ impl Rank {
             }
             Target::Remote(link) => link,
         };
+        // One frame (the common small op): no chunk plan, no span.
+        if data.len() <= link.peer_max_payload && !tracing::enabled!(tracing::Level::DEBUG) {
+            let body = Body::Put(PeerPut {
+                window: win.0,
+                offset,
+                region: None,
+            });
+            let pending = link.send(op, body, data).await?;
+            return Ok(OpHandle::remote(
+                vec![pending],
+                check(peer, op, None),
+                handle::acked,
+            ));
+        }
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
         let t = contiguous(Dtype::Int8, offset, data.len() as u64);
         let plan = ChunkPlan::by_rows(t.shape, link.peer_max_payload as u64);
