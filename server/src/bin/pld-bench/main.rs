@@ -12,6 +12,7 @@
 //! this binary; rank 0 runs in this process. `grpc` starts two daemons per
 //! transport and progress mode and times gRPC calls against them instead.
 
+mod crypto;
 mod grpc;
 mod measure;
 mod raw;
@@ -30,7 +31,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BENCHES: [&str; 12] = [
+const BENCHES: [&str; 13] = [
+    "crypto_floor",
     "raw_rtt",
     "raw_bw",
     "put_lat",
@@ -399,6 +401,19 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         raw_bw_get: None,
         mpi: HashMap::new(),
     };
+    if cli.wants("crypto_floor") {
+        let time = Duration::from_millis(if cli.quick { 100 } else { 1000 });
+        for (suffix, alg) in crypto::SUITES {
+            let (seal, open) = crypto::floor(alg, time)?;
+            let size = crypto::RECORD as u64;
+            figs.push(Figure::bw(&format!("crypto_floor{suffix}"), size, seal));
+            figs.push(Figure::bw(
+                &format!("crypto_floor_open{suffix}"),
+                size,
+                open,
+            ));
+        }
+    }
     if cli.wants("raw_rtt") || cli.wants("raw_bw") {
         raw_floor(cli, &mut figs, &mut base).await?;
     }
