@@ -344,3 +344,25 @@ fn a_restarted_rank_adopts_its_peers_epoch_and_completes_their_pending_barrier()
     // Once a rank has entered a barrier it never adopts.
     assert!(!bs[1].adopt(9));
 }
+
+/// Scale (issue 18): at P = 1 024 and 4 096 — and at a P that is not a
+/// power of two — a barrier takes ceil(log2 P) rounds and each rank sends
+/// exactly one message per round: P * ceil(log2 P) messages in all, none
+/// repeated, whatever the order of delivery.
+#[test]
+fn at_thousands_of_ranks_each_rank_sends_one_message_per_round() {
+    for (p, want_rounds) in [(1024u32, 10u32), (3000, 12), (4096, 12)] {
+        assert_eq!(rounds(p), want_rounds, "P = {p}");
+        let epochs = 2;
+        let mut net = Network::new(p, epochs);
+        net.run_random(&mut Rng::new(u64::from(p)), 0);
+        finished_every_epoch_once(&net, epochs);
+        for (r, sent) in net.sent.iter().enumerate() {
+            assert_eq!(
+                *sent,
+                epochs * u64::from(want_rounds),
+                "P = {p}: rank {r} sent {sent} messages over {epochs} barriers"
+            );
+        }
+    }
+}
