@@ -226,10 +226,12 @@ both!(
             );
             r.put_region(1, data, &tr, &src, chunking).await.unwrap();
             assert_eq!(sent(r, MsgKind::Put).await - p0, want, "put {chunking:?}");
-            assert_eq!(
-                r.stats().msgs_received(MsgKind::Ack) - a0,
-                want,
-                "one ack per chunk"
+            // Each chunk is acknowledged alone or within a cumulative ack
+            // of consecutive chunks the target answered in one write.
+            let acks = r.stats().msgs_received(MsgKind::Ack) - a0;
+            assert!(
+                (1..=want).contains(&acks),
+                "{acks} ack frames for {want} chunks"
             );
             let g0 = sent(r, MsgKind::Get).await;
             r.get_region(1, data, &tr, &mut back, chunking)

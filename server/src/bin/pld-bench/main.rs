@@ -17,6 +17,7 @@ mod grpc;
 mod measure;
 mod raw;
 mod report;
+mod scale;
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -29,7 +30,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BENCHES: [&str; 13] = [
     "crypto_floor",
@@ -47,8 +48,9 @@ const BENCHES: [&str; 13] = [
     "peak_mem",
 ];
 /// Benchmarks that `all` does not include: `grpc` starts daemons of every
-/// transport and progress mode itself, whatever the flags say.
-const EXTRA: [&str; 1] = ["grpc"];
+/// transport and progress mode itself, whatever the flags say; `scale`
+/// starts `--ranks` processes (meant for 16, 32, 64).
+const EXTRA: [&str; 2] = ["grpc", "scale"];
 
 /// pld's micro-benchmarks: latency, bandwidth, message rate and barrier
 /// latency, next to the raw floor of the transport measured in the same run.
@@ -56,10 +58,12 @@ const EXTRA: [&str; 1] = ["grpc"];
 #[command(name = "pld-bench", version)]
 struct Cli {
     /// What to measure: `all`, or any of raw_rtt raw_bw put_lat get_lat
-    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate barrier_lat peak_mem;
-    /// or `grpc`: the client plane's unary 8 B calls (health Check, Put and
-    /// Get to the own and a remote rank) over both transports and both
-    /// progress modes, each as a ratio of the Check.
+    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate barrier_lat peak_mem
+    /// crypto_floor; or `grpc`: the client plane's unary 8 B calls (health
+    /// Check, Put and Get to the own and a remote rank) over both transports
+    /// and both progress modes, each as a ratio of the Check; or `scale`:
+    /// `--ranks` processes (16,32,64) — time to form the cluster, memory
+    /// per rank, barrier and all-reduce latency.
     #[arg(default_value = "all")]
     benches: Vec<String>,
     /// Peer-plane transport: quic or tcp.
@@ -81,7 +85,7 @@ struct Cli {
     #[arg(long, value_delimiter = ',', value_parser = parse_size,
           default_value = "8,64,512,4096,65536,1MiB,4MiB,16MiB,64MiB")]
     sizes: Vec<u64>,
-    /// Rank counts for barrier_lat, comma-separated.
+    /// Rank counts for barrier_lat and scale, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
     ranks: Vec<u32>,
     /// Run the target rank in this process (on its own thread) instead of
@@ -255,7 +259,8 @@ fn main() -> anyhow::Result<()> {
                 addr,
             ))
         }
-        Some("barrier-rank") => rt.block_on(barrier_rank(&cli)),
+        Some("barrier-rank") => rt.block_on(scale::helper_rank(&cli, false)),
+        Some("scale-rank") => rt.block_on(scale::helper_rank(&cli, true)),
         Some(other) => bail!("unknown internal mode {other}"),
         None => {
             for b in &cli.benches {
@@ -273,54 +278,6 @@ fn main() -> anyhow::Result<()> {
             rt.block_on(async move { tokio::spawn(async move { run(&cli).await }).await? })
         }
     }
-}
-
-async fn barrier_rank(cli: &Cli) -> anyhow::Result<()> {
-    let rank = Rank::start(config(cli.rank, &cli.peers, cli, &BARRIER_WINDOWS)?).await?;
-    println!("ready");
-    for _ in 0..cli.iters + cli.iters / 10 {
-        rank.barrier().await?;
-    }
-    rank.shutdown().await;
-    Ok(())
-}
-
-/// Mean barrier latency at rank 0 of `p` processes.
-async fn barrier_lat(cli: &Cli, p: u32) -> anyhow::Result<Figure> {
-    let iters = match (p, cli.quick) {
-        (_, true) => 200,
-        (0..=2, _) => 5000,
-        (3..=4, _) => 2000,
-        _ => 500,
-    };
-    let peers = loopback(p as usize)?;
-    let mut children = Vec::new();
-    for r in 1..p {
-        let mut c = me_as(cli, "barrier-rank")?;
-        c.args([
-            "--rank",
-            &r.to_string(),
-            "--peers",
-            &peers.join(","),
-            "--iters",
-            &iters.to_string(),
-        ]);
-        children.push(Proc(c.spawn()?));
-    }
-    let rank = Rank::start(config(0, &peers, cli, &BARRIER_WINDOWS)?).await?;
-    for _ in 0..iters / 10 {
-        rank.barrier().await?;
-    }
-    let t0 = Instant::now();
-    for _ in 0..iters {
-        rank.barrier().await?;
-    }
-    let us = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
-    rank.shutdown().await;
-    for mut c in children {
-        c.0.wait()?;
-    }
-    Ok(Figure::lat("barrier_lat", p as u64, us))
 }
 
 /// The raw floor: round trip and single-stream bandwidth each way.
@@ -558,7 +515,12 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
     drop(daemon);
     if cli.wants("barrier_lat") {
         for &p in &cli.ranks {
-            figs.push(barrier_lat(cli, p).await?);
+            figs.push(scale::barrier_lat(cli, p).await?);
+        }
+    }
+    if cli.wants("scale") {
+        for &p in &cli.ranks {
+            figs.extend(scale::scale(cli, p).await?);
         }
     }
     if let Some(script) = &cli.mpi {
@@ -592,7 +554,7 @@ fn mpi(script: &PathBuf, cli: &Cli) -> anyhow::Result<HashMap<(String, u64), f64
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     all.extend(report::parse_mpi(&run(&[])?));
-    if cli.wants("barrier_lat") {
+    if cli.wants("barrier_lat") || cli.wants("scale") {
         for p in &cli.ranks {
             all.extend(report::parse_mpi(&run(&["barrier".into(), p.to_string()])?));
         }

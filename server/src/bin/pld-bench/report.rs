@@ -7,13 +7,21 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct Figure {
     pub op: String,
-    /// Bytes, or ranks for barrier_lat.
+    /// Bytes, or ranks for barrier_lat and the scale figures.
     pub size: u64,
     pub value: f64,
     pub unit: &'static str,
 }
 
 impl Figure {
+    pub fn new(op: &str, size: u64, value: f64, unit: &'static str) -> Figure {
+        Figure {
+            op: op.into(),
+            size,
+            value,
+            unit,
+        }
+    }
     pub fn lat(op: &str, size: u64, us: f64) -> Figure {
         Figure {
             op: op.into(),
@@ -37,6 +45,10 @@ impl Figure {
             value: per_s,
             unit: "msg/s",
         }
+    }
+    /// Whether `size` counts ranks, not bytes.
+    fn per_rank_count(&self) -> bool {
+        matches!(self.op.as_str(), "barrier_lat" | "allreduce_lat") || self.op.starts_with("scale_")
     }
     fn higher_is_better(&self) -> bool {
         self.unit != "us"
@@ -106,7 +118,7 @@ pub fn print(figs: &[Figure], base: &Baselines, transport: &str, progress: &str,
             line += &format!(", \"higher_is_better\": {}}}", f.higher_is_better());
             println!("{line}");
         } else {
-            let size = if f.op == "barrier_lat" {
+            let size = if f.per_rank_count() {
                 format!("{} ranks", f.size)
             } else {
                 human_size(f.size)
