@@ -19,9 +19,13 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 /// How long an accepted connection may take to send its Hello.
 pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one dial attempt may take before it is retried (QUIC to a port
-/// nobody listens on yet gets no answer at all).
+/// How long the first dial attempt may take before it is retried (QUIC to
+/// a port nobody listens on yet gets no answer at all). Each attempt that
+/// gets no answer doubles it, up to `ATTEMPT_TIMEOUT_MAX`: with dozens of
+/// ranks forming a cluster on two cores a QUIC handshake can take longer
+/// than a second, and a retry that abandons it only adds to the load.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+const ATTEMPT_TIMEOUT_MAX: Duration = Duration::from_secs(8);
 
 /// A handshaken connection to a peer.
 #[derive(Debug)]
@@ -41,8 +45,10 @@ fn hello_header(hello: &Hello) -> Header {
     }
 }
 
-/// Why one attempt failed: worth retrying, or final.
+/// Why one attempt failed: worth retrying (the dial got no answer in
+/// time, or failed otherwise), or final.
 enum Attempt {
+    NoAnswer(String),
     Retry(String),
     Fatal(Error),
 }
@@ -56,10 +62,16 @@ pub(crate) async fn dial(
 ) -> Result<Established> {
     let addr_text = state.config.peers[peer as usize].clone();
     let mut backoff = Duration::from_millis(20);
+    let mut patience = ATTEMPT_TIMEOUT;
     loop {
-        let last_error = match attempt(state, endpoint, peer, &addr_text, deadline, true).await {
+        let tried = attempt(state, endpoint, peer, &addr_text, deadline, patience, true).await;
+        let last_error = match tried {
             Ok(e) => return Ok(e),
             Err(Attempt::Fatal(e)) => return Err(e),
+            Err(Attempt::NoAnswer(why)) => {
+                patience = (patience * 2).min(ATTEMPT_TIMEOUT_MAX);
+                why
+            }
             Err(Attempt::Retry(why)) => why,
         };
         let now = Instant::now();
@@ -86,13 +98,14 @@ async fn attempt(
     peer: u32,
     addr_text: &str,
     deadline: Instant,
+    patience: Duration,
     join: bool,
 ) -> Result<Established, Attempt> {
     let retry = |what: &str, e: &dyn std::fmt::Display| Attempt::Retry(format!("{what}: {e}"));
     let addr = resolve(addr_text)
         .await
         .map_err(|e| retry("cannot resolve", &e))?;
-    let attempt_deadline = deadline.min(Instant::now() + ATTEMPT_TIMEOUT);
+    let attempt_deadline = deadline.min(Instant::now() + patience);
     let auth = |e: &std::io::Error| {
         crate::tls::auth_failure(e).map(|reason| {
             Attempt::Fatal(Error::Authentication {
@@ -104,7 +117,7 @@ async fn attempt(
     };
     let conn = timeout_at(attempt_deadline, endpoint.dial(addr, peer))
         .await
-        .map_err(|_| Attempt::Retry(format!("no answer from {addr}")))?
+        .map_err(|_| Attempt::NoAnswer(format!("no answer from {addr}")))?
         .map_err(|e| auth(&e).unwrap_or_else(|| retry("connect", &e)))?;
     let Connection {
         reader,
@@ -267,7 +280,16 @@ async fn second(
         .filter(|e| *e != 0 && *e != h.epoch)?;
     let addr = state.config.peers.get(h.rank as usize)?;
     let deadline = Instant::now() + INCUMBENT_PROBE;
-    let answer = attempt(state, endpoint, h.rank, addr, deadline, false).await;
+    let answer = attempt(
+        state,
+        endpoint,
+        h.rank,
+        addr,
+        deadline,
+        ATTEMPT_TIMEOUT,
+        false,
+    )
+    .await;
     let Ok(incumbent) = answer else {
         return None;
     };
