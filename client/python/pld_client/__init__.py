@@ -5,7 +5,8 @@
 >>> c.put_array(1, 0, np.ones(4, np.float32))  # doctest: +SKIP
 """
 
+from pld_client.batch import Batch, PldBatchError
 from pld_client.client import DTYPES, Client, PldError
 
-__all__ = ["Client", "PldError", "DTYPES"]
+__all__ = ["Client", "PldError", "PldBatchError", "Batch", "DTYPES"]
 __version__ = "0.1.0"

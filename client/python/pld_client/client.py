@@ -9,7 +9,7 @@ rank (docs/semantics.md).
 from __future__ import annotations
 
 import time
-from typing import Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Union
 
 import grpc
 import numpy as np
@@ -17,6 +17,9 @@ import numpy as np
 from pld_client._proto.pld.v1 import pld_pb2 as pb
 from pld_client._proto.pld.v1 import pld_pb2_grpc as pb_grpc
 from pld_client._proto.pld.v1 import types_pb2 as types
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pld_client.batch import Batch
 
 #: numpy dtypes and their pld element types. bf16 has no numpy dtype: pass
 #: ``dtype="bf16"`` with uint16 arrays that hold the bit patterns.
@@ -337,6 +340,13 @@ class Client:
             self._stub.AtomicAdd,
             pb.AtomicAddRequest(rank=rank, window=window, offset=offset, dtype=wire, data=raw, region=region),
         )
+
+    def batch(self) -> "Batch":
+        """Collects small ops for one call (``Batch.run``): see
+        ``pld_client.batch``."""
+        from pld_client.batch import Batch
+
+        return Batch(self)
 
     # -- cells and signals --------------------------------------------------
 

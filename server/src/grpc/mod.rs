@@ -9,6 +9,7 @@
 //! without one the port must be a loopback address.
 
 mod auth;
+mod batch;
 mod budget;
 mod collective;
 mod details;

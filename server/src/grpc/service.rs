@@ -1,6 +1,7 @@
 //! The `pld.v1.Pld` service: each call resolves its window, checks its
 //! fields and runs the op on the daemon's rank.
 
+use super::batch;
 use super::collective::{self, Kind};
 use super::request::{check_data, cmp, dtype, geometry, grpc_timeout, region_dtype, window};
 use super::{Error, Shared, stream};
@@ -9,11 +10,11 @@ use pld_proto::region::Chunking;
 use pld_proto::v1::pld_server::Pld;
 use pld_proto::v1::{
     AllGatherRequest, AllReduceRequest, AllToAllRequest, AtomicAddRequest, AtomicAddResponse,
-    BarrierRequest, BarrierResponse, BroadcastRequest, CollectiveResponse, CompareSwapRequest,
-    Counter, FetchAddRequest, GetRequest, GetResponse, GetStreamRequest, InfoRequest, InfoResponse,
-    NotifyRequest, NotifyResponse, PutRequest, PutResponse, PutStreamRequest, QuietRequest,
-    QuietResponse, ReduceScatterRequest, StatsRequest, StatsResponse, TestRequest, TestResponse,
-    ValueResponse, WaitRequest, WaitResponse, WindowSpec,
+    BarrierRequest, BarrierResponse, BatchRequest, BatchResponse, BroadcastRequest,
+    CollectiveResponse, CompareSwapRequest, Counter, FetchAddRequest, GetRequest, GetResponse,
+    GetStreamRequest, InfoRequest, InfoResponse, NotifyRequest, NotifyResponse, PutRequest,
+    PutResponse, PutStreamRequest, QuietRequest, QuietResponse, ReduceScatterRequest, StatsRequest,
+    StatsResponse, TestRequest, TestResponse, ValueResponse, WaitRequest, WaitResponse, WindowSpec,
 };
 use pld_proto::{Dtype, NotifyOp};
 use std::future::Future;
@@ -294,6 +295,11 @@ impl Pld for Service {
             Ok(NotifyResponse {})
         })
         .await
+    }
+
+    async fn batch(&self, req: Request<BatchRequest>) -> Result<Response<BatchResponse>, Status> {
+        let r = req.into_inner();
+        self.observe("Batch", batch::run(&self.shared, r)).await
     }
 
     async fn wait(&self, req: Request<WaitRequest>) -> Result<Response<WaitResponse>, Status> {
