@@ -146,6 +146,12 @@ impl<T> PeerOps<T> {
         self.base + self.slots.len() as u64
     }
 
+    /// The ids this table may still hold: from the oldest outstanding op
+    /// (or the next id, when none is) up to, not including, the next id.
+    pub fn span(&self) -> std::ops::Range<u64> {
+        self.base..self.next_id()
+    }
+
     /// Whether every op with an id below `ticket` has completed.
     pub fn done_before(&self, ticket: u64) -> bool {
         self.slots.is_empty() || self.base >= ticket

@@ -222,3 +222,24 @@ fn a_lone_op_is_sent_without_waiting_for_company() {
         h.unwrap().wait().await.unwrap();
     });
 }
+
+#[test]
+fn a_cumulative_ack_of_a_huge_range_costs_only_the_outstanding_ops() {
+    run(Duration::from_secs(60), async {
+        let mut f = Faked::start(Duration::from_secs(30)).await;
+        let data = f.rank.window("data").unwrap();
+        let a = f.rank.put_nb(1, data, 0, &[1; 8]).await.unwrap();
+        let b = f.rank.put_nb(1, data, 8, &[1; 8]).await.unwrap();
+        let first = f.next().await.header.id;
+        f.next().await;
+        // Ids 1..u64::MAX: the origin walks only the two it holds.
+        f.reply(ack(u64::MAX, first)).await;
+        a.wait().await.unwrap();
+        b.wait().await.unwrap();
+        // The link goes on: the next op waits for its own ack.
+        let c = f.rank.put_nb(1, data, 16, &[1; 8]).await.unwrap();
+        let id = f.next().await.header.id;
+        f.reply(ack(id, 0)).await;
+        c.wait().await.unwrap();
+    });
+}

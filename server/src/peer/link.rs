@@ -135,8 +135,7 @@ impl Link {
     ) -> Result<Pending> {
         let (tx, rx) = oneshot::channel();
         let waiter = Waiter { tx, sink };
-        let issue =
-            move |ops: &mut PeerOps<Waiter>| ops.issue(op, std::time::Instant::now(), waiter);
+        let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(op, now, waiter);
         let id = self.write(body, payload, issue).await?;
         self.state.stats.issued(op);
         let _ = id;
@@ -149,7 +148,7 @@ impl Link {
     /// Sends a barrier message (one-way: id 0, no reply).
     pub async fn signal(&self, epoch: u64, round: u32) -> Result<()> {
         let body = Body::Barrier(BarrierSignal { epoch, round });
-        self.write_now(body, &[], |_| 0).await.map(|_| ())
+        self.write_now(body, &[], |_, _| 0).await.map(|_| ())
     }
 
     pub(super) fn lost_or_reset(&self) -> Error {
@@ -198,7 +197,7 @@ impl Link {
             c.acquire(s);
         }
         let reply = self.reply(op.kind, id, frame.header.body, frame.payload);
-        self.finish(op, reply);
+        self.finish(op, reply, std::time::Instant::now());
         self.wake_quiet();
     }
 
@@ -206,7 +205,7 @@ impl Link {
     /// one completes as if acknowledged alone (an op of a kind that an ack
     /// does not answer fails, naming itself).
     fn deliver_acks(&self, first: u64, last: u64) {
-        if first > last || last - first > u32::MAX as u64 {
+        if first > last {
             tracing::warn!(
                 peer = self.peer,
                 first,
@@ -215,21 +214,22 @@ impl Link {
             );
             return;
         }
-        let completed: Vec<_> = {
-            let mut ops = self.ops();
-            let done = (first..=last).filter_map(|id| ops.complete(id)).collect();
-            self.spin_for_replies(&ops);
-            done
-        };
-        for op in completed {
-            let reply = self.reply(
-                op.kind,
-                op.id,
-                Some(Body::Ack(Default::default())),
-                Bytes::new(),
-            );
-            self.finish(op, reply);
+        // One look at the clock for the whole run; the table stays locked
+        // while the run's ops complete (handing each its reply only wakes
+        // its waiter).
+        let now = std::time::Instant::now();
+        let mut ops = self.ops();
+        // Only ids the table may hold: a forged range costs nothing.
+        let span = ops.span();
+        for id in first.max(span.start)..=last.min(span.end.saturating_sub(1)) {
+            if let Some(op) = ops.complete(id) {
+                let ack = Some(Body::Ack(Default::default()));
+                let reply = self.reply(op.kind, op.id, ack, Bytes::new());
+                self.finish(op, reply, now);
+            }
         }
+        self.spin_for_replies(&ops);
+        drop(ops);
         self.wake_quiet();
     }
 
@@ -253,12 +253,19 @@ impl Link {
         }
     }
 
-    /// Counts a completed op and hands its reply to its waiter.
-    fn finish(&self, op: pld_proto::track::Outstanding<Waiter>, reply: Result<Reply>) {
+    /// Counts a completed op (done at `now`) and hands its reply to its
+    /// waiter.
+    fn finish(
+        &self,
+        op: pld_proto::track::Outstanding<Waiter>,
+        reply: Result<Reply>,
+        now: std::time::Instant,
+    ) {
         if reply.is_err() {
             self.state.stats.failed(op.kind);
         } else {
-            self.state.stats.completed(op.kind, op.issued_at.elapsed());
+            let took = now.saturating_duration_since(op.issued_at);
+            self.state.stats.completed(op.kind, took);
         }
         let _ = op.waiter.tx.send(reply);
     }

@@ -26,6 +26,7 @@ use pld_proto::lock::Locked;
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{Header, header::Body};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::AsyncWriteExt;
 
 /// Payloads up to this size are copied into the outbox (or behind their
@@ -46,9 +47,32 @@ const WRITE_AT: usize = 64 * 1024;
 pub(crate) struct Outbox {
     pub(super) buf: BytesMut,
     pub(super) scheduled: bool,
+    /// The issue time of the frames queued since the outbox was last
+    /// empty, and how many have shared it: ops queued together share their
+    /// issue time (one look at the clock, not one per op), for at most
+    /// `STAMP_SHARED` of them.
+    stamp: Option<(Instant, u32)>,
 }
 
+/// How many queued ops share one look at the clock.
+const STAMP_SHARED: u32 = 64;
+
 impl Outbox {
+    /// The issue time of a frame queued now.
+    fn stamp(&mut self) -> Instant {
+        match &mut self.stamp {
+            Some((t, n)) if !self.buf.is_empty() && *n < STAMP_SHARED => {
+                *n += 1;
+                *t
+            }
+            s => {
+                let t = Instant::now();
+                *s = Some((t, 1));
+                t
+            }
+        }
+    }
+
     /// Takes every queued byte (the flush that calls this writes them).
     pub(super) fn take(&mut self) -> BytesMut {
         self.buf.split()
@@ -65,7 +89,7 @@ impl Link {
         self: &Arc<Self>,
         body: Body,
         payload: &[u8],
-        id: impl FnOnce(&mut PeerOps<Waiter>) -> u64,
+        id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
     ) -> Result<u64> {
         if let Some(e) = self.lost_error() {
             return Err(e);
@@ -75,7 +99,8 @@ impl Link {
         }
         let (id, full) = {
             let mut outbox = self.outbox.locked();
-            let header = self.header(body, id);
+            let now = outbox.stamp();
+            let header = self.header(body, |ops| id(ops, now));
             let before = outbox.buf.len();
             pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
             outbox.buf.extend_from_slice(payload);
@@ -98,7 +123,7 @@ impl Link {
         &self,
         body: Body,
         payload: &[u8],
-        id: impl FnOnce(&mut PeerOps<Waiter>) -> u64,
+        id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
     ) -> Result<u64> {
         if let Some(e) = self.lost_error() {
             return Err(e);
@@ -106,7 +131,10 @@ impl Link {
         let mut writer = self.lock_writer().await;
         let (queued, header) = {
             let mut outbox = self.outbox.locked();
-            (outbox.take(), self.header(body, id))
+            (
+                outbox.take(),
+                self.header(body, |ops| id(ops, Instant::now())),
+            )
         };
         let mut head = BytesMut::with_capacity(64);
         pld_proto::frame::encode_head(&header, payload.len(), &mut head);

@@ -18,14 +18,13 @@ use pld_proto::v1::{Ack, CheckedStamp, ErrorCode, Header, header::Body};
 #[derive(Debug, Default)]
 pub(crate) struct Replies {
     buf: BytesMut,
-    /// The run of acknowledgements the last frame in `buf` covers.
+    /// The run of acknowledgements after `buf`'s frames, not yet encoded
+    /// (it may still grow).
     run: Option<AckRun>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct AckRun {
-    /// Where its frame starts in `buf`.
-    at: usize,
     first: u64,
     last: u64,
 }
@@ -39,15 +38,17 @@ impl Replies {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.buf.is_empty() && self.run.is_none()
     }
 
+    /// About how many bytes are owed.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + if self.run.is_some() { 32 } else { 0 }
     }
 
     /// The encoded replies, for one write.
-    pub fn bytes(&self) -> &[u8] {
+    pub fn bytes(&mut self) -> &[u8] {
+        self.end_run();
         &self.buf
     }
 
@@ -60,35 +61,40 @@ impl Replies {
     /// The buffer, to append a reply's payload (or a whole encoded frame)
     /// behind what is there; ends the current run of acknowledgements.
     pub fn raw(&mut self) -> &mut BytesMut {
-        self.run = None;
+        self.end_run();
         &mut self.buf
+    }
+
+    /// Encodes the current run of acknowledgements: one ack under its last
+    /// id, cumulative from its first if it covers more than one.
+    fn end_run(&mut self) {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        let first = if run.first == run.last { 0 } else { run.first };
+        let header = Header {
+            id: run.last,
+            body: Some(Body::Ack(Ack { first })),
+            checked: None,
+        };
+        frame::encode_head(&header, 0, &mut self.buf);
     }
 
     /// Acknowledges request `id`: extends the run if `id` follows it,
     /// otherwise starts a new one.
     pub fn ack(&mut self, state: &RankState, id: u64) {
-        let run = match self.run {
-            Some(r) if r.last.checked_add(1) == Some(id) => {
-                self.buf.truncate(r.at);
-                AckRun { last: id, ..r }
-            }
-            _ => {
-                state.stats.msg_sent(MsgKind::Ack);
-                AckRun {
-                    at: self.buf.len(),
-                    first: id,
-                    last: id,
-                }
-            }
-        };
-        let first = if run.first == run.last { 0 } else { run.first };
-        let header = Header {
-            id,
-            body: Some(Body::Ack(Ack { first })),
-            checked: None,
-        };
-        frame::encode_head(&header, 0, &mut self.buf);
-        self.run = Some(run);
+        if let Some(r) = &mut self.run
+            && r.last.checked_add(1) == Some(id)
+        {
+            r.last = id;
+            return;
+        }
+        self.end_run();
+        state.stats.msg_sent(MsgKind::Ack);
+        self.run = Some(AckRun {
+            first: id,
+            last: id,
+        });
     }
 
     /// A reply other than an ack, whose payload (`payload_len` bytes) the

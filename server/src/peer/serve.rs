@@ -156,18 +156,27 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
             continue;
         }
-        let payload = match reader.payload().await {
-            Ok(p) => p,
-            Err(e) => break e.to_string(),
+        let write_raw = writer.writes_raw();
+        // A payload already buffered is served where it lies.
+        let served = if reader.payload_buffered() {
+            let large_get = serve_request(
+                &state,
+                &peer,
+                header,
+                reader.buffered_payload(),
+                &mut out,
+                write_raw,
+            );
+            reader.consume_payload();
+            large_get
+        } else {
+            match reader.payload().await {
+                Ok(p) => serve_request(&state, &peer, header, &p, &mut out, write_raw),
+                Err(e) => break e.to_string(),
+            }
         };
-        if let Some((window, rows)) = serve_request(
-            &state,
-            &peer,
-            header,
-            &payload,
-            &mut out,
-            writer.writes_raw(),
-        ) && let Ok(w) = state.windows.get(window)
+        if let Some((window, rows)) = served
+            && let Ok(w) = state.windows.get(window)
         {
             // A large get reply: its header is in `out`; the rows follow
             // straight from the window.

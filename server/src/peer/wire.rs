@@ -69,6 +69,19 @@ impl FrameReader {
         self.buf.len() >= self.owed
     }
 
+    /// The current frame's payload, if it is all buffered (see
+    /// [`FrameReader::payload_buffered`]); empty otherwise. Take it with
+    /// [`FrameReader::consume_payload`].
+    pub fn buffered_payload(&self) -> &[u8] {
+        self.buf.get(..self.owed).unwrap_or_default()
+    }
+
+    /// Drops the current frame's buffered payload.
+    pub fn consume_payload(&mut self) {
+        let n = std::mem::take(&mut self.owed).min(self.buf.len());
+        self.buf.advance(n);
+    }
+
     /// The current frame's payload, read into the buffer as needed.
     pub async fn payload(&mut self) -> Result<bytes::Bytes, ReadError> {
         let n = std::mem::take(&mut self.owed);

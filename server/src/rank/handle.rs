@@ -20,6 +20,8 @@ pub struct OpHandle<T> {
 #[derive(Debug)]
 enum State<T> {
     Ready(Result<T>),
+    /// One request (the common small op: no list to allocate).
+    One(Pending, Check, Finish<T>),
     Remote(Vec<Pending>, Check, Finish<T>),
 }
 
@@ -45,10 +47,18 @@ impl<T> OpHandle<T> {
         }
     }
 
+    /// An op of one request.
+    pub(crate) fn one(part: Pending, check: Check, finish: Finish<T>) -> Self {
+        OpHandle {
+            state: State::One(part, check, finish),
+        }
+    }
+
     /// Waits for the op to complete at the target.
     pub async fn wait(self) -> Result<T> {
         match self.state {
             State::Ready(r) => r,
+            State::One(part, check, finish) => finish(vec![part.wait().await?], check),
             State::Remote(parts, check, finish) => {
                 let mut replies = Vec::with_capacity(parts.len());
                 for p in parts {

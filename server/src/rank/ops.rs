@@ -52,11 +52,7 @@ impl Rank {
                 region: None,
             });
             let pending = link.send(op, body, data).await?;
-            return Ok(OpHandle::remote(
-                vec![pending],
-                check(peer, op, None),
-                handle::acked,
-            ));
+            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
         let span = tracing::debug_span!("put", peer, window = w.name(), offset, len = data.len());
         let t = contiguous(Dtype::Int8, offset, data.len() as u64);
