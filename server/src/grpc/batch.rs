@@ -60,7 +60,7 @@ pub(crate) async fn run(shared: &Shared, req: BatchRequest) -> Result<BatchRespo
     for (i, h) in issued.into_iter().enumerate() {
         let mut r = BatchResult::default();
         let outcome = match h {
-            Issued::Done(h) => h.wait().await.map(|()| ()),
+            Issued::Done(h) => h.wait().await,
             Issued::Data(h) => h.wait().await.map(|b| r.data = b),
             Issued::Value(h) => h.wait().await.map(|v| r.previous = v),
             Issued::Refused(s) => {
