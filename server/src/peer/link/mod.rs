@@ -8,6 +8,8 @@
 
 use super::handshake::Established;
 use super::outbox::{self, Outbox};
+
+mod send;
 use super::{FrameReader, RankState};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
