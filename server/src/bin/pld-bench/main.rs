@@ -232,16 +232,22 @@ fn me_as(cli: &Cli, internal: &str) -> anyhow::Result<Command> {
     Ok(c)
 }
 
-fn peak_mem(pid: u32) -> Option<f64> {
+/// A memory figure of a process's `/proc/PID/status` (`VmHWM:` peak
+/// resident, `VmRSS:` resident), in MiB.
+fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: f64 = s
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
+        .find(|l| l.starts_with(field))?
         .split_whitespace()
         .nth(1)?
         .parse()
         .ok()?;
     Some(kb / 1024.0)
+}
+
+fn peak_mem(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmHWM:")
 }
 
 fn main() -> anyhow::Result<()> {

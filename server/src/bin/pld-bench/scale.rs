@@ -5,7 +5,7 @@
 //! has run its barriers, and the mean latency of a barrier and of an
 //! all-reduce of 8 fp32 values (mesh: P puts per rank, two barriers).
 
-use super::{BARRIER_WINDOWS, Cli, Proc, config, loopback, me_as};
+use super::{BARRIER_WINDOWS, Cli, Proc, config, loopback, me_as, status_mib};
 use crate::report::Figure;
 use pld_proto::ReduceOp;
 use pld_proto::collective::{self as coll, Algo, Scratch};
@@ -109,19 +109,6 @@ pub async fn barrier_lat(cli: &Cli, p: u32) -> anyhow::Result<Figure> {
     Ok(Figure::lat("barrier_lat", p as u64, us))
 }
 
-/// Resident memory of a process, in MiB.
-fn rss_mib(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
 /// The `scale` figures at `p` ranks.
 pub async fn scale(cli: &Cli, p: u32) -> anyhow::Result<Vec<Figure>> {
     let iters = iters(p, cli.quick);
@@ -141,7 +128,10 @@ pub async fn scale(cli: &Cli, p: u32) -> anyhow::Result<Vec<Figure>> {
     let formed_ms = t0.elapsed().as_secs_f64() * 1e3;
     let barrier = mean_us(iters, || async { Ok(rank.barrier().await?) }).await?;
     // The helpers run their all-reduces now: measure their memory first.
-    let rss: Vec<f64> = children.iter().filter_map(|c| rss_mib(c.0.id())).collect();
+    let rss: Vec<f64> = children
+        .iter()
+        .filter_map(|c| status_mib(c.0.id(), "VmRSS:"))
+        .collect();
     let allreduce = mean_us(iters, || allreduce(&rank)).await?;
     rank.shutdown().await;
     for mut c in children {
