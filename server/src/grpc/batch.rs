@@ -4,11 +4,10 @@
 //! come back under one cumulative acknowledgement — and the call answers
 //! once all have completed, with each op's own result or error.
 
-use super::request::{dtype, window};
+use super::request::{dtype, notify_op, window};
 use super::{Error, Shared};
 use crate::rank::{OpHandle, Rank};
 use bytes::Bytes;
-use pld_proto::NotifyOp;
 use pld_proto::v1::{BatchOp, BatchRequest, BatchResponse, BatchResult, batch_op::Op};
 use tonic::Status;
 
@@ -132,15 +131,7 @@ async fn issue(rank: &Rank, op: BatchOp) -> Result<Issued, Error> {
         }
         Some(Op::Notify(r)) => {
             let win = window(rank, &r.window)?;
-            let op = match NotifyOp::try_from(r.op) {
-                Ok(op @ (NotifyOp::Set | NotifyOp::AtomicAdd)) => op,
-                _ => {
-                    return Err(Error::invalid(
-                        "Notify",
-                        format!("notify op value {} is neither SET nor ATOMIC_ADD", r.op),
-                    ));
-                }
-            };
+            let op = notify_op("Notify", r.op)?;
             Issued::Done(rank.notify_nb(r.rank, win, r.offset, r.value, op).await?)
         }
     })

@@ -1,12 +1,12 @@
 //! Decoding a client-plane request: its window, dtype, comparison,
-//! chunking and geometry, checked, with errors that name the call. Shared by
+//! chunking, notify op and geometry, checked, with errors that name the call. Shared by
 //! the unary service, the streams and the collectives.
 
 use super::Error;
 use crate::rank::{Rank, WindowId};
 use pld_proto::region::Chunking;
 use pld_proto::v1::Region;
-use pld_proto::{Cmp, Dtype};
+use pld_proto::{Cmp, Dtype, NotifyOp};
 use std::time::Duration;
 use tonic::metadata::MetadataMap;
 
@@ -91,6 +91,17 @@ pub(crate) fn cmp(call: &'static str, value: i32) -> Result<Cmp, Error> {
             format!("the comparison value {value} is none of EQ, NE, GT, GE, LT, LE"),
         )),
         Ok(c) => Ok(c),
+    }
+}
+
+/// A notify op: SET or ATOMIC_ADD.
+pub(crate) fn notify_op(call: &'static str, value: i32) -> Result<NotifyOp, Error> {
+    match NotifyOp::try_from(value) {
+        Ok(op @ (NotifyOp::Set | NotifyOp::AtomicAdd)) => Ok(op),
+        _ => Err(Error::invalid(
+            call,
+            format!("notify op value {value} is neither SET nor ATOMIC_ADD"),
+        )),
     }
 }
 

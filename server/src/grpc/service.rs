@@ -3,9 +3,12 @@
 
 use super::batch;
 use super::collective::{self, Kind};
-use super::request::{check_data, cmp, dtype, geometry, grpc_timeout, region_dtype, window};
+use super::request::{
+    check_data, cmp, dtype, geometry, grpc_timeout, notify_op, region_dtype, window,
+};
 use super::{Error, Shared, stream};
 use crate::rank::Rank;
+use pld_proto::Dtype;
 use pld_proto::region::Chunking;
 use pld_proto::v1::pld_server::Pld;
 use pld_proto::v1::{
@@ -16,7 +19,6 @@ use pld_proto::v1::{
     PutResponse, PutStreamRequest, QuietRequest, QuietResponse, ReduceScatterRequest, StatsRequest,
     StatsResponse, TestRequest, TestResponse, ValueResponse, WaitRequest, WaitResponse, WindowSpec,
 };
-use pld_proto::{Dtype, NotifyOp};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -282,15 +284,7 @@ impl Pld for Service {
         self.observe("Notify", async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
-            let op = match NotifyOp::try_from(r.op) {
-                Ok(NotifyOp::Unspecified) | Err(_) => {
-                    return Err(Error::invalid(
-                        "Notify",
-                        format!("notify op value {} is neither SET nor ATOMIC_ADD", r.op),
-                    ));
-                }
-                Ok(op) => op,
-            };
+            let op = notify_op("Notify", r.op)?;
             rank.notify(r.rank, win, r.offset, r.value, op).await?;
             Ok(NotifyResponse {})
         })

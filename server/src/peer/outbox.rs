@@ -76,22 +76,19 @@ impl Outbox {
     }
 }
 
-/// Writes `queued`, then the frame `head` + `payload`, then flushes (TLS
-/// may hold the last record until then). Small payloads are copied behind
-/// their header so that everything leaves in one write.
+/// Writes `buf` (frames, the last one's payload apart), then `payload`,
+/// then flushes (TLS may hold the last record until then). A small payload
+/// is copied behind the rest so that everything leaves in one write.
 pub(crate) async fn write_after(
     w: &mut PeerWriter,
-    mut queued: BytesMut,
-    head: &[u8],
+    mut buf: BytesMut,
     payload: &[u8],
 ) -> std::io::Result<()> {
     if payload.len() <= COALESCE_MAX {
-        queued.extend_from_slice(head);
-        queued.extend_from_slice(payload);
-        w.write_all(&queued).await?;
+        buf.extend_from_slice(payload);
+        w.write_all(&buf).await?;
     } else {
-        queued.extend_from_slice(head);
-        w.write_all(&queued).await?;
+        w.write_all(&buf).await?;
         w.write_all(payload).await?;
     }
     w.flush().await

@@ -45,7 +45,7 @@ impl Rank {
             Target::Remote(link) => link,
         };
         // One frame (the common small op): no chunk plan, no span.
-        if data.len() <= link.peer_max_payload && !tracing::enabled!(tracing::Level::DEBUG) {
+        if data.len() <= link.peer_max_payload {
             let body = Body::Put(PeerPut {
                 window: win.0,
                 offset,

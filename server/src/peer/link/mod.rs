@@ -342,7 +342,7 @@ impl Link {
         let queued = self.outbox.locked().take();
         if let Some(mut w) = writer.take() {
             if !queued.is_empty() {
-                let _ = outbox::write_after(&mut w, queued, &[], &[]).await;
+                let _ = outbox::write_after(&mut w, queued, &[]).await;
             }
             super::finish(&mut w).await;
         }

@@ -66,17 +66,19 @@ impl Link {
             return Err(e);
         }
         let mut writer = self.lock_writer().await;
-        let (queued, header) = {
+        // The header goes behind what is queued, in the outbox's buffer.
+        let (mut out, header) = {
             let mut outbox = self.outbox.locked();
             (
                 outbox.take(),
                 self.header(body, |ops| id(ops, Instant::now())),
             )
         };
-        let mut head = BytesMut::with_capacity(64);
-        pld_proto::frame::encode_head(&header, payload.len(), &mut head);
-        writer.write_or_fail(queued, &head, payload).await?;
-        self.sent(&header, head.len() + payload.len());
+        let before = out.len();
+        pld_proto::frame::encode_head(&header, payload.len(), &mut out);
+        let head = out.len() - before;
+        writer.write_or_fail(out, payload).await?;
+        self.sent(&header, head + payload.len());
         Ok(header.id)
     }
 
@@ -86,16 +88,34 @@ impl Link {
     /// middle of the write, it fails the link, as any half-written frame
     /// does.) A failed write has failed the link and its ops.
     pub async fn flush(&self) {
-        if self.outbox.locked().buf.is_empty() {
-            return;
+        if !self.outbox.locked().buf.is_empty() {
+            self.write_queued(false).await;
         }
+    }
+
+    /// Writes what the outbox holds; whether it wrote (`false`: the outbox
+    /// was empty, or the write failed and failed the link). `scheduled`:
+    /// the caller is the scheduled flush, which ends — clearing the mark
+    /// under the outbox's lock — when it finds nothing left.
+    async fn write_queued(&self, scheduled: bool) -> bool {
         let mut writer = self.lock_writer().await;
-        let queued = self.outbox.locked().take();
-        if queued.is_empty() {
-            writer.disarm();
-        } else {
-            let _ = writer.write_or_fail(queued, &[], &[]).await;
+        let queued = {
+            let mut outbox = self.outbox.locked();
+            if outbox.buf.is_empty() {
+                if scheduled {
+                    outbox.scheduled = false;
+                }
+                writer.disarm();
+                return false;
+            }
+            outbox.take()
+        };
+        if writer.write_or_fail(queued, &[]).await.is_err() {
+            // The link failed; later ops fail at once.
+            self.outbox.locked().scheduled = false;
+            return false;
         }
+        true
     }
 
     /// The header of a request about to be queued or written: its id
@@ -150,28 +170,21 @@ impl WriterGuard<'_> {
         self.armed = false;
     }
 
-    /// Writes `queued`, then `head` + `payload`. A peer that stops reading
+    /// Writes `queued` (frames, the last one's payload possibly apart),
+    /// then `payload`. A peer that stops reading
     /// (cut off by a partition, hung) blocks the write once the socket's
     /// buffers fill, and TCP would wait for many minutes: after the op
     /// timeout the writer goes (the stream holds half a frame) and the
     /// link fails, as it does on any write error.
-    pub(super) async fn write_or_fail(
-        &mut self,
-        queued: BytesMut,
-        head: &[u8],
-        payload: &[u8],
-    ) -> Result<()> {
+    pub(super) async fn write_or_fail(&mut self, queued: BytesMut, payload: &[u8]) -> Result<()> {
         let link = self.link;
         let Some(writer) = self.writer.as_mut() else {
             self.armed = false;
             return Err(link.lost_or_reset());
         };
         let timeout = link.state.config.op_timeout;
-        let written = match tokio::time::timeout(
-            timeout,
-            write_after(writer, queued, head, payload),
-        )
-        .await
+        let written = match tokio::time::timeout(timeout, write_after(writer, queued, payload))
+            .await
         {
             Ok(w) => w,
             Err(_) => {
@@ -210,21 +223,5 @@ impl Drop for WriterGuard<'_> {
 /// empty. A write that fails or makes no progress for the op timeout fails
 /// the link (every outstanding op with it).
 async fn flush_queued(link: Arc<Link>) {
-    loop {
-        let mut writer = link.lock_writer().await;
-        let queued = {
-            let mut outbox = link.outbox.locked();
-            if outbox.buf.is_empty() {
-                outbox.scheduled = false;
-                writer.disarm();
-                return;
-            }
-            outbox.take()
-        };
-        if writer.write_or_fail(queued, &[], &[]).await.is_err() {
-            // The link failed; later ops fail at once.
-            link.outbox.locked().scheduled = false;
-            return;
-        }
-    }
+    while link.write_queued(true).await {}
 }
