@@ -161,10 +161,11 @@ impl PeerReader {
 }
 
 impl PeerWriter {
-    /// Whether this transport writes straight from raw memory (TCP); QUIC
-    /// takes its data into its own buffers, so callers copy for it instead.
+    /// Whether this transport writes from raw memory (TCP sends it, TLS
+    /// copies it into its records); QUIC takes its data into its own
+    /// buffers, so callers copy for it instead.
     pub fn writes_raw(&self) -> bool {
-        !matches!(self, PeerWriter::Quic(_) | PeerWriter::Tls(_))
+        !matches!(self, PeerWriter::Quic(_))
     }
 
     /// Writes all of raw memory `src`. Only for transports that
@@ -185,10 +186,10 @@ impl PeerWriter {
                 PeerWriter::Spin(s) => {
                     std::future::poll_fn(move |cx| s.poll_write_raw(cx, src)).await?
                 }
-                PeerWriter::Quic(_) | PeerWriter::Tls(_) => {
-                    return Err(io::Error::other(
-                        "QUIC and TLS do not write from raw memory",
-                    ));
+                // Copied into records and flushed.
+                PeerWriter::Tls(t) => return t.write_raw_all(src).await,
+                PeerWriter::Quic(_) => {
+                    return Err(io::Error::other("QUIC does not write from raw memory"));
                 }
             };
             src = src.offset(n);
@@ -220,7 +221,7 @@ pub enum PeerWriter {
     /// A QUIC stream.
     Quic(quinn::SendStream),
     /// TCP with TLS.
-    Tls(tls_tcp::TlsWriter),
+    Tls(Box<tls_tcp::TlsWriter>),
 }
 
 impl PeerWriter {
@@ -244,7 +245,7 @@ impl AsyncRead for PeerReader {
             PeerReader::Tcp(r) => Pin::new(r).poll_read(cx, buf),
             PeerReader::Spin(s) => s.poll_read(cx, buf),
             PeerReader::Quic(r) => Pin::new(r).poll_read(cx, buf),
-            PeerReader::Tls(t) => tls_tcp::eof_is_close(Pin::new(&mut t.io).poll_read(cx, buf)),
+            PeerReader::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -259,7 +260,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_write(cx, buf),
             PeerWriter::Spin(s) => s.poll_write(cx, buf),
             PeerWriter::Quic(w) => Pin::new(w).poll_write(cx, buf).map_err(io::Error::from),
-            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_write(cx, buf),
+            PeerWriter::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -268,7 +269,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_flush(cx),
             PeerWriter::Spin(_) => Poll::Ready(Ok(())),
             PeerWriter::Quic(w) => Pin::new(w).poll_flush(cx),
-            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_flush(cx),
+            PeerWriter::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
         }
     }
 
@@ -277,7 +278,7 @@ impl AsyncWrite for PeerWriter {
             PeerWriter::Tcp(w) => Pin::new(w).poll_shutdown(cx),
             PeerWriter::Spin(s) => Poll::Ready(s.shutdown()),
             PeerWriter::Quic(w) => Pin::new(w).poll_shutdown(cx),
-            PeerWriter::Tls(t) => Pin::new(&mut t.io).poll_shutdown(cx),
+            PeerWriter::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -2,8 +2,7 @@
 //! [`Security::Tls`] every connection runs rustls (mutual TLS), otherwise
 //! plaintext.
 
-use super::spin::SpinTcp;
-use super::tls_tcp::{TcpIo, TlsReader, TlsWriter};
+use super::tls_tcp::{self, TcpIo};
 use super::{Connection, PeerReader, PeerWriter};
 use crate::config::Progress;
 use crate::error::{Error, Result};
@@ -19,7 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub struct TcpOpts {
     /// Sleep on the reactor or busy-poll.
     pub progress: Progress,
-    tls: Option<(tokio_rustls::TlsAcceptor, tokio_rustls::TlsConnector)>,
+    tls: Option<(Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>)>,
 }
 
 impl std::fmt::Debug for TcpOpts {
@@ -35,10 +34,17 @@ impl TcpOpts {
     pub(super) fn new(rank: u32, progress: Progress, security: &Security) -> Result<TcpOpts> {
         let tls = match security {
             Security::Insecure => None,
-            s => Some((
-                Arc::new(tls::server_config(rank, s)?).into(),
-                Arc::new(tls::client_config(s)?).into(),
-            )),
+            s => {
+                // Our record layer takes the keys over after the handshake
+                // (transport/tls_tcp); nobody resumes a session.
+                let mut server = tls::server_config(rank, s)?;
+                server.enable_secret_extraction = true;
+                server.send_tls13_tickets = 0;
+                let mut client = tls::client_config(s)?;
+                client.enable_secret_extraction = true;
+                client.resumption = rustls::client::Resumption::disabled();
+                Some((Arc::new(server), Arc::new(client)))
+            }
         };
         Ok(TcpOpts { progress, tls })
     }
@@ -52,13 +58,12 @@ pub(super) async fn bind(addr: SocketAddr) -> Result<TcpListener> {
 
 pub(super) async fn dial(addr: SocketAddr, peer: u32, opts: &TcpOpts) -> io::Result<Connection> {
     let stream = TcpStream::connect(addr).await?;
-    let io = TcpIo::new(stream, opts.progress)?;
-    let Some((_, connector)) = &opts.tls else {
-        return Ok(plain(io, addr));
+    let Some((_, client)) = &opts.tls else {
+        return Ok(plain(TcpIo::new(stream, opts.progress)?, addr));
     };
     let name = ServerName::try_from(tls::server_name(peer)).map_err(io::Error::other)?;
-    let s = connector.connect(name, io).await?;
-    Ok(secured(s.into(), addr))
+    let halves = tls_tcp::connect(stream, client.clone(), name, opts.progress).await?;
+    Ok(secured(halves, addr))
 }
 
 pub(super) async fn established(
@@ -66,12 +71,11 @@ pub(super) async fn established(
     remote: SocketAddr,
     opts: &TcpOpts,
 ) -> io::Result<Connection> {
-    let io = TcpIo::new(stream, opts.progress)?;
-    let Some((acceptor, _)) = &opts.tls else {
-        return Ok(plain(io, remote));
+    let Some((server, _)) = &opts.tls else {
+        return Ok(plain(TcpIo::new(stream, opts.progress)?, remote));
     };
-    let s = acceptor.accept(io).await?;
-    Ok(secured(s.into(), remote))
+    let halves = tls_tcp::accept(stream, server.clone(), opts.progress).await?;
+    Ok(secured(halves, remote))
 }
 
 fn plain(io: TcpIo, remote: SocketAddr) -> Connection {
@@ -91,21 +95,17 @@ fn plain(io: TcpIo, remote: SocketAddr) -> Connection {
     }
 }
 
-fn secured(s: tokio_rustls::TlsStream<TcpIo>, remote: SocketAddr) -> Connection {
-    let peer_cert = s
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|c| c.first())
-        .map(|c| c.clone().into_owned());
-    let spin: Option<Arc<SpinTcp>> = match s.get_ref().0 {
-        TcpIo::Spin(s) => Some(s.clone()),
-        TcpIo::Tokio(_) => None,
-    };
-    let (r, w) = tokio::io::split(s);
+fn secured(
+    (reader, writer, peer_cert): (
+        tls_tcp::TlsReader,
+        tls_tcp::TlsWriter,
+        Option<rustls::pki_types::CertificateDer<'static>>,
+    ),
+    remote: SocketAddr,
+) -> Connection {
     Connection {
-        reader: PeerReader::Tls(Box::new(TlsReader::new(r))),
-        writer: PeerWriter::Tls(TlsWriter { io: w, spin }),
+        reader: PeerReader::Tls(Box::new(reader)),
+        writer: PeerWriter::Tls(Box::new(writer)),
         remote,
         quic: None,
         peer_cert,
