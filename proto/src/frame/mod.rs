@@ -5,6 +5,8 @@
 //! window without being decoded. [`Decoder`] is a pure state machine over a
 //! byte buffer: feed it what the socket gave, take whole frames out.
 
+mod fast;
+
 use crate::v1::{ErrorCode, ErrorReply, Header, header::Body};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::Message;
@@ -91,6 +93,14 @@ pub fn error_header(id: u64, code: ErrorCode, message: String) -> Header {
 /// Appends the length prefix and the encoded header for a frame whose payload
 /// of `payload_len` bytes the caller writes next.
 pub fn encode_head(header: &Header, payload_len: usize, dst: &mut BytesMut) {
+    let mut fast_bytes = [0u8; fast::MAX_LEN];
+    if let Some(n) = fast::encode(header, &mut fast_bytes) {
+        dst.reserve(PREFIX_LEN + n);
+        dst.put_u32_le(n as u32);
+        dst.put_u32_le(u32::try_from(payload_len).unwrap_or(u32::MAX));
+        dst.extend_from_slice(&fast_bytes[..n]);
+        return;
+    }
     let header_len = header.encoded_len();
     debug_assert!(header_len <= MAX_HEADER_LEN);
     dst.reserve(PREFIX_LEN + header_len);
@@ -230,6 +240,9 @@ impl Decoder {
 }
 
 fn decode_header(bytes: &[u8]) -> Result<Header, FrameError> {
+    if let Some(h) = fast::decode(bytes) {
+        return Ok(h);
+    }
     Header::decode(bytes).map_err(|e| FrameError::Malformed {
         reason: e.to_string(),
     })
