@@ -10,6 +10,7 @@ use super::handshake::Established;
 use super::outbox::{self, Outbox};
 
 mod send;
+mod waiter;
 use super::{FrameReader, RankState};
 use crate::error::{Error, Result};
 use crate::transport::PeerWriter;
@@ -22,8 +23,10 @@ use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use waiter::Table;
+pub(crate) use waiter::{Pending, Waiter};
 
 /// A successful reply.
 #[derive(Debug)]
@@ -33,14 +36,6 @@ pub(crate) enum Reply {
     /// A get reply read straight into the op's own buffer.
     Filled(BytesMut),
     Value(i64),
-}
-
-/// Who waits for an op, and — for a get — the buffer its reply's bytes go
-/// into straight from the socket.
-#[derive(Debug)]
-pub(crate) struct Waiter {
-    tx: oneshot::Sender<Result<Reply>>,
-    sink: Option<BytesMut>,
 }
 
 /// One peer, as seen by the origin.
@@ -59,7 +54,7 @@ pub(crate) struct Link {
     pub(super) outbox: Mutex<Outbox>,
     /// Where the flushes run.
     pub(super) runtime: tokio::runtime::Handle,
-    ops: Mutex<PeerOps<Waiter>>,
+    ops: Mutex<Table>,
     lost: OnceLock<String>,
     /// Tasks in `quiet` waiting on this link; completions wake them only
     /// when there are any.
@@ -85,7 +80,7 @@ impl Link {
             writer: tokio::sync::Mutex::new(Some(est.writer)),
             outbox: Mutex::new(Outbox::default()),
             runtime: tokio::runtime::Handle::current(),
-            ops: Mutex::new(PeerOps::new()),
+            ops: Mutex::new(Table::default()),
             lost: OnceLock::new(),
             quiet_waiters: AtomicUsize::new(0),
             progress: Notify::new(),
@@ -104,7 +99,7 @@ impl Link {
         }
     }
 
-    pub(super) fn ops(&self) -> MutexGuard<'_, PeerOps<Waiter>> {
+    pub(super) fn ops(&self) -> MutexGuard<'_, Table> {
         // A panic while holding this lock would be a bug in PeerOps; the
         // table is still consistent (every method leaves it whole), so keep going.
         self.ops.locked()
@@ -135,16 +130,11 @@ impl Link {
         payload: &[u8],
         sink: Option<BytesMut>,
     ) -> Result<Pending> {
-        let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { tx, sink };
+        let waiter = Waiter::new(sink);
         let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(op, now, waiter);
         let id = self.write(body, payload, issue).await?;
         self.state.stats.issued(op);
-        let _ = id;
-        Ok(Pending {
-            rx,
-            link: self.clone(),
-        })
+        Ok(Pending::new(self.clone(), id))
     }
 
     /// Sends a barrier message (one-way: id 0, no reply).
@@ -179,13 +169,11 @@ impl Link {
         {
             return self.deliver_acks(a.first, id);
         }
-        let completed = {
-            let mut ops = self.ops();
-            let op = ops.complete(id);
-            self.spin_for_replies(&ops);
-            op
-        };
+        let mut ops = self.ops();
+        let completed = ops.complete(id);
+        self.spin_for_replies(&ops);
         let Some(op) = completed else {
+            drop(ops);
             tracing::debug!(
                 peer = self.peer,
                 id,
@@ -194,12 +182,15 @@ impl Link {
             return;
         };
         // Checked mode: a fetching atomic's reply carries its cell's clock,
-        // acquired before the op completes.
+        // acquired before the op's handle sees it complete.
         if let (Some(c), Some(s)) = (&self.state.checked, &frame.header.checked) {
+            drop(ops);
             c.acquire(s);
+            ops = self.ops();
         }
         let reply = self.reply(op.kind, id, frame.header.body, frame.payload);
-        self.finish(op, reply, std::time::Instant::now());
+        self.finish(&mut ops, op, reply, std::time::Instant::now());
+        drop(ops);
         self.wake_quiet();
     }
 
@@ -227,7 +218,7 @@ impl Link {
             if let Some(op) = ops.complete(id) {
                 let ack = Some(Body::Ack(Default::default()));
                 let reply = self.reply(op.kind, op.id, ack, Bytes::new());
-                self.finish(op, reply, now);
+                self.finish(&mut ops, op, reply, now);
             }
         }
         self.spin_for_replies(&ops);
@@ -256,9 +247,10 @@ impl Link {
     }
 
     /// Counts a completed op (done at `now`) and hands its reply to its
-    /// waiter.
+    /// handle (with the table locked).
     fn finish(
         &self,
+        table: &mut Table,
         op: pld_proto::track::Outstanding<Waiter>,
         reply: Result<Reply>,
         now: std::time::Instant,
@@ -269,28 +261,20 @@ impl Link {
             let took = now.saturating_duration_since(op.issued_at);
             self.state.stats.completed(op.kind, took);
         }
-        let _ = op.waiter.tx.send(reply);
+        table.hand(op.id, op.waiter, reply);
     }
 
-    /// Takes op `id` out of the table if it is a get with a sink of exactly
-    /// `len` bytes, for its reply to be read straight into the sink.
-    fn take_sink(
-        &self,
-        id: u64,
-        len: usize,
-    ) -> Option<(OpKind, oneshot::Sender<Result<Reply>>, BytesMut)> {
+    /// Completes get `id` with its reply read into `sink` (see
+    /// [`Table::take_sink`]); nothing if it failed meanwhile.
+    fn complete_filled(&self, id: u64, sink: BytesMut) {
         let mut ops = self.ops();
-        let fits = ops
-            .get_mut(id)
-            .is_some_and(|w| w.sink.as_ref().is_some_and(|s| s.len() == len));
-        if !fits {
-            return None;
+        if let Some(op) = ops.complete(id) {
+            self.spin_for_replies(&ops);
+            let now = std::time::Instant::now();
+            self.finish(&mut ops, op, Ok(Reply::Filled(sink)), now);
         }
-        let op = ops.complete(id)?;
-        self.spin_for_replies(&ops);
-        self.state.stats.completed(op.kind, op.issued_at.elapsed());
-        let Waiter { tx, sink } = op.waiter;
-        sink.map(|s| (op.kind, tx, s))
+        drop(ops);
+        self.wake_quiet();
     }
 
     /// Marks the link lost: every outstanding op fails with `reason`, and so
@@ -312,14 +296,16 @@ impl Link {
         } else {
             tracing::info!(peer = self.peer, addr = %self.addr, "link to rank {} closed: {reason}", self.peer);
         }
-        let drained = self.ops().drain();
-        for op in drained {
+        let mut ops = self.ops();
+        for op in ops.drain() {
             self.state.stats.failed(op.kind);
-            let _ = op.waiter.tx.send(Err(Error::PeerLost {
+            let lost = Err(Error::PeerLost {
                 rank: self.peer,
                 reason: reason.clone(),
-            }));
+            });
+            ops.hand(op.id, op.waiter, lost);
         }
+        drop(ops);
         if broken && let Some(q) = &self.quic {
             q.close(0u32.into(), b"link lost");
         }
@@ -427,24 +413,23 @@ pub(crate) async fn sweep(link: Arc<Link>) {
         let Some(cutoff) = std::time::Instant::now().checked_sub(timeout) else {
             continue;
         };
-        let expired = {
-            let mut ops = link.ops();
-            let expired = ops.expire(cutoff);
-            link.spin_for_replies(&ops);
-            expired
-        };
+        let mut ops = link.ops();
+        let expired = ops.expire(cutoff);
+        link.spin_for_replies(&ops);
         if expired.is_empty() {
             continue;
         }
         for op in expired {
             link.state.stats.failed(op.kind);
-            let _ = op.waiter.tx.send(Err(Error::OpTimeout {
+            let timed_out = Err(Error::OpTimeout {
                 rank: link.peer,
                 op: op.kind,
                 id: op.id,
                 timeout,
-            }));
+            });
+            ops.hand(op.id, op.waiter, timed_out);
         }
+        drop(ops);
         link.wake_quiet();
     }
 }
@@ -465,23 +450,20 @@ pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
             .stats
             .received(MsgKind::of(&header), pld_proto::frame::PREFIX_LEN + len);
         // A get reply whose op brought its own buffer goes straight into it.
-        if matches!(header.body, Some(Body::GetReply(_)))
-            && let Some((kind, tx, mut sink)) = link.take_sink(header.id, len)
-        {
+        // (The op stays outstanding meanwhile: if the read fails, the link
+        // fails it with the rest.)
+        let sink = matches!(header.body, Some(Body::GetReply(_)))
+            .then(|| link.ops().take_sink(header.id, len))
+            .flatten();
+        if let Some(mut sink) = sink {
             let raw = crate::transport::Raw {
                 ptr: sink.as_mut_ptr(),
                 len: sink.len(),
             };
             if let Err(e) = reader.payload_into_raw(std::iter::once(raw)).await {
-                link.state.stats.failed(kind);
-                let _ = tx.send(Err(Error::PeerLost {
-                    rank: link.peer,
-                    reason: e.to_string(),
-                }));
                 break e.to_string();
             }
-            let _ = tx.send(Ok(Reply::Filled(sink)));
-            link.wake_quiet();
+            link.complete_filled(header.id, sink);
             continue;
         }
         match reader.payload().await {
@@ -501,24 +483,4 @@ pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
         );
     }
     link.fail(reason);
-}
-
-/// One request in flight.
-#[derive(Debug)]
-pub(crate) struct Pending {
-    rx: oneshot::Receiver<Result<Reply>>,
-    link: Arc<Link>,
-}
-
-impl Pending {
-    /// The reply, or the error: rejected, peer lost, or no reply within the
-    /// op timeout (the link's sweeper then fails the op, and a late reply is
-    /// ignored).
-    pub async fn wait(self) -> Result<Reply> {
-        self.link.flush().await;
-        match self.rx.await {
-            Ok(r) => r,
-            Err(_) => Err(self.link.lost_or_reset()),
-        }
-    }
 }

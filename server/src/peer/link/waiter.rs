@@ -1,0 +1,147 @@
+//! Who waits for an op — without a channel per op.
+//!
+//! An op's handle ([`Pending`]) is its link and its id. Its waiter lives in
+//! the link's op table ([`Table`]): while the handle lives, a completion
+//! moves the reply into the table's `done` map and wakes the handle's task;
+//! once the handle is dropped (most non-blocking ops of a program that
+//! waits with `quiet`), a completion only counts the op. So an op costs no
+//! allocation and no message of its own: a oneshot channel per op was a
+//! third of an 8-byte put's cost at the origin (its allocation, freed in
+//! bulk when a window of acks arrived, missed malloc's per-thread cache).
+
+use super::{Link, Reply};
+use crate::error::Result;
+use bytes::BytesMut;
+use pld_proto::track::PeerOps;
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+/// Who waits for an op, and — for a get — the buffer its reply's bytes go
+/// into straight from the socket.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    /// A handle waits, or will: its task's waker once it has polled.
+    Live {
+        waker: Option<Waker>,
+        sink: Option<BytesMut>,
+    },
+    /// The handle is gone: the reply is dropped (`quiet` still counts the op).
+    Dropped,
+}
+
+impl Waiter {
+    /// A waiter for a new op.
+    pub(crate) fn new(sink: Option<BytesMut>) -> Waiter {
+        Waiter::Live { waker: None, sink }
+    }
+}
+
+/// A link's outstanding ops, and the replies of completed ones that their
+/// handles have yet to take.
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    ops: PeerOps<Waiter>,
+    done: HashMap<u64, Result<Reply>>,
+}
+
+impl Deref for Table {
+    type Target = PeerOps<Waiter>;
+    fn deref(&self) -> &PeerOps<Waiter> {
+        &self.ops
+    }
+}
+
+impl DerefMut for Table {
+    fn deref_mut(&mut self) -> &mut PeerOps<Waiter> {
+        &mut self.ops
+    }
+}
+
+impl Table {
+    /// Hands a completed op's reply to its handle, if it still has one.
+    pub(crate) fn hand(&mut self, id: u64, waiter: Waiter, reply: Result<Reply>) {
+        if let Waiter::Live { waker, .. } = waiter {
+            self.done.insert(id, reply);
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+    }
+
+    /// The sink of op `id` if it is a get waiting with a buffer of exactly
+    /// `len` bytes; the op stays outstanding until its reply is in.
+    pub(crate) fn take_sink(&mut self, id: u64, len: usize) -> Option<BytesMut> {
+        match self.ops.get_mut(id)? {
+            Waiter::Live { sink, .. } if sink.as_ref().is_some_and(|s| s.len() == len) => {
+                sink.take()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One request in flight: resolves with its reply.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    link: Arc<Link>,
+    id: u64,
+    /// The reply was taken: nothing is left to clean up.
+    taken: bool,
+}
+
+impl Pending {
+    pub(super) fn new(link: Arc<Link>, id: u64) -> Pending {
+        Pending {
+            link,
+            id,
+            taken: false,
+        }
+    }
+
+    /// The reply, or the error: rejected, peer lost, or no reply within the
+    /// op timeout (the link's sweeper then fails the op, and a late reply is
+    /// ignored).
+    pub async fn wait(mut self) -> Result<Reply> {
+        self.link.flush().await;
+        std::future::poll_fn(|cx| self.poll_reply(cx)).await
+    }
+
+    fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
+        let mut t = self.link.ops();
+        if let Some(r) = t.done.remove(&self.id) {
+            self.taken = true;
+            return Poll::Ready(r);
+        }
+        match t.ops.get_mut(self.id) {
+            Some(Waiter::Live { waker, .. }) => {
+                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            // Completed without a reply kept for it: the table was reset.
+            _ => {
+                self.taken = true;
+                drop(t);
+                Poll::Ready(Err(self.link.lost_or_reset()))
+            }
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.taken {
+            return;
+        }
+        let mut t = self.link.ops();
+        match t.ops.get_mut(self.id) {
+            Some(w) => *w = Waiter::Dropped,
+            None => {
+                t.done.remove(&self.id);
+            }
+        }
+    }
+}
