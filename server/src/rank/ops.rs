@@ -10,7 +10,9 @@ use crate::window::check_fits;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
 use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, PeerPut, header::Body};
+use pld_proto::v1::{
+    PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, PeerPut, header::Body,
+};
 use pld_proto::{Dtype, Element, NotifyOp, OpKind};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -205,6 +207,17 @@ impl Rank {
             }
             Target::Remote(link) => link,
         };
+        // One frame (the common small add): no chunk plan, no span.
+        if operands.len() <= link.peer_max_payload {
+            let body = Body::AtomicAdd(PeerAtomicAdd {
+                window: win.0,
+                offset,
+                dtype: dtype as i32,
+                region: None,
+            });
+            let pending = link.send(op, body, operands).await?;
+            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
+        }
         let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
         let size = dtype.size() as u64;
         let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
