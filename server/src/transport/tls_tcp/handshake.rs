@@ -106,6 +106,30 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
+/// Drives `conn` through the handshake with `process`, then hands its keys
+/// over as a [`Done`] whose kernel is `Kernel::$side`.
+macro_rules! hand_over {
+    ($conn:ident, $data:ty, $side:ident, $stream:expr) => {{
+        let (plaintext, ciphertext) = drive(
+            &mut $conn,
+            UnbufferedConnectionCommon::<$data>::process_tls_records,
+            $stream,
+        )
+        .await?;
+        let peer_cert = $conn.peer_certificates().and_then(|c| c.first()).cloned();
+        let (secrets, kernel) = $conn
+            .dangerous_into_kernel_connection()
+            .map_err(tls_error)?;
+        Ok(Done {
+            secrets: Secrets(secrets),
+            kernel: Kernel::$side(kernel),
+            plaintext,
+            ciphertext,
+            peer_cert,
+        })
+    }};
+}
+
 /// Makes the handshake as the client that dialed `name`.
 pub(crate) async fn client(
     stream: &mut TcpStream,
@@ -113,21 +137,7 @@ pub(crate) async fn client(
     name: ServerName<'static>,
 ) -> io::Result<Done> {
     let mut conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
-    let (plaintext, ciphertext) = drive(
-        &mut conn,
-        UnbufferedConnectionCommon::<ClientConnectionData>::process_tls_records,
-        stream,
-    )
-    .await?;
-    let peer_cert = first_cert(conn.peer_certificates());
-    let (secrets, kernel) = conn.dangerous_into_kernel_connection().map_err(tls_error)?;
-    Ok(Done {
-        secrets: Secrets(secrets),
-        kernel: Kernel::Client(kernel),
-        plaintext,
-        ciphertext,
-        peer_cert,
-    })
+    hand_over!(conn, ClientConnectionData, Client, stream)
 }
 
 /// Makes the handshake as the server that accepted `stream`.
@@ -136,25 +146,7 @@ pub(crate) async fn server(
     config: Arc<rustls::ServerConfig>,
 ) -> io::Result<Done> {
     let mut conn = UnbufferedServerConnection::new(config).map_err(tls_error)?;
-    let (plaintext, ciphertext) = drive(
-        &mut conn,
-        UnbufferedConnectionCommon::<ServerConnectionData>::process_tls_records,
-        stream,
-    )
-    .await?;
-    let peer_cert = first_cert(conn.peer_certificates());
-    let (secrets, kernel) = conn.dangerous_into_kernel_connection().map_err(tls_error)?;
-    Ok(Done {
-        secrets: Secrets(secrets),
-        kernel: Kernel::Server(kernel),
-        plaintext,
-        ciphertext,
-        peer_cert,
-    })
-}
-
-fn first_cert(certs: Option<&[CertificateDer<'static>]>) -> Option<CertificateDer<'static>> {
-    certs.and_then(|c| c.first()).cloned()
+    hand_over!(conn, ServerConnectionData, Server, stream)
 }
 
 /// A rustls error as an I/O error that `tls::auth_failure` recognises.

@@ -70,19 +70,6 @@ impl TcpIo {
     }
 }
 
-impl AsyncRead for TcpIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            TcpIo::Tokio(s) => Pin::new(s).poll_read(cx, buf),
-            TcpIo::Spin(s) => s.poll_read(cx, buf),
-        }
-    }
-}
-
 /// The receiving half of the socket under a [`TlsReader`].
 #[derive(Debug)]
 enum SockRead {
