@@ -34,17 +34,7 @@ impl TcpOpts {
     pub(super) fn new(rank: u32, progress: Progress, security: &Security) -> Result<TcpOpts> {
         let tls = match security {
             Security::Insecure => None,
-            s => {
-                // Our record layer takes the keys over after the handshake
-                // (transport/tls_tcp); nobody resumes a session.
-                let mut server = tls::server_config(rank, s)?;
-                server.enable_secret_extraction = true;
-                server.send_tls13_tickets = 0;
-                let mut client = tls::client_config(s)?;
-                client.enable_secret_extraction = true;
-                client.resumption = rustls::client::Resumption::disabled();
-                Some((Arc::new(server), Arc::new(client)))
-            }
+            s => Some(tls_tcp::configs(rank, s)?),
         };
         Ok(TcpOpts { progress, tls })
     }

@@ -103,6 +103,22 @@ impl Shared {
     }
 }
 
+/// The rank's server and client configs for TLS over TCP: the peer
+/// plane's (`crate::tls`), with the keys extractable for our record layer
+/// and no session tickets (nobody resumes).
+pub(super) fn configs(
+    rank: u32,
+    security: &crate::tls::Security,
+) -> crate::error::Result<(Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>)> {
+    let mut server = crate::tls::server_config(rank, security)?;
+    server.enable_secret_extraction = true;
+    server.send_tls13_tickets = 0;
+    let mut client = crate::tls::client_config(security)?;
+    client.enable_secret_extraction = true;
+    client.resumption = rustls::client::Resumption::disabled();
+    Ok((Arc::new(server), Arc::new(client)))
+}
+
 /// Dials: the TLS handshake as the client naming `peer`, on the reactor;
 /// then the socket in its progress mode, split into the two halves.
 pub(super) async fn connect(
