@@ -51,10 +51,16 @@ pub struct Histogram {
 impl Histogram {
     /// Records one observation.
     pub fn record(&self, d: std::time::Duration) {
+        self.record_n(d, 1);
+    }
+
+    /// Records `n` observations of `d` each.
+    pub fn record_n(&self, d: std::time::Duration, n: u64) {
         let us = d.as_micros() as u64;
         let i = LATENCY_BUCKETS_US.partition_point(|b| *b < us);
-        self.buckets[i].fetch_add(1, Relaxed);
-        self.sum_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+        self.buckets[i].fetch_add(n, Relaxed);
+        self.sum_ns
+            .fetch_add((d.as_nanos() as u64).saturating_mul(n), Relaxed);
     }
 
     /// A copy of the counts.
@@ -139,6 +145,10 @@ impl Stats {
     pub(crate) fn completed(&self, kind: OpKind, d: std::time::Duration) {
         self.latency[kind as usize].record(d);
     }
+    /// `n` remote ops of `kind`, issued together, completed `d` after.
+    pub(crate) fn completed_n(&self, kind: OpKind, d: std::time::Duration, n: u64) {
+        self.latency[kind as usize].record_n(d, n);
+    }
     pub(crate) fn frame_error(&self) {
         self.frame_errors.fetch_add(1, Relaxed);
     }
@@ -170,6 +180,36 @@ impl Stats {
             auth_refused: self.auth_refused.load(Relaxed),
             races: self.races.load(Relaxed),
             latency: self.latency.iter().map(Histogram::snapshot).collect(),
+        }
+    }
+}
+
+/// Acknowledged ops of one kind issued at one instant, counted together.
+#[derive(Default)]
+pub(crate) struct CompletedRun {
+    run: Option<(OpKind, std::time::Instant, u64)>,
+}
+
+impl CompletedRun {
+    pub(crate) fn add(
+        &mut self,
+        stats: &Stats,
+        kind: OpKind,
+        at: std::time::Instant,
+        now: std::time::Instant,
+    ) {
+        match &mut self.run {
+            Some((k, t, n)) if *k == kind && *t == at => *n += 1,
+            _ => {
+                self.flush(stats, now);
+                self.run = Some((kind, at, 1));
+            }
+        }
+    }
+
+    pub(crate) fn flush(&mut self, stats: &Stats, now: std::time::Instant) {
+        if let Some((kind, at, n)) = self.run.take() {
+            stats.completed_n(kind, now.saturating_duration_since(at), n);
         }
     }
 }

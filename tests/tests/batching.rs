@@ -34,6 +34,7 @@ both!(
         let c = Cluster::start(t, 2, &[]).await;
         let (r, data) = (c.rank(0), c.window("data"));
         let acks_before = c.rank(1).stats().msgs_sent(MsgKind::Ack);
+        let timed_before = r.stats().latency(OpKind::Put).count();
         // 256 puts without yielding: every one to cell 0 (the last must
         // win), and each to its own cell too.
         let n = 256u32;
@@ -46,6 +47,10 @@ both!(
             );
         }
         r.quiet().await.unwrap();
+        // Ops completed by one cumulative ack are timed together, but each
+        // counts in the latency histogram.
+        let timed = r.stats().latency(OpKind::Put).count() - timed_before;
+        assert_eq!(timed, 2 * u64::from(n), "puts in the latency histogram");
         let got = r.get(1, data, 0, 4 * (n as u64 + 1)).await.unwrap();
         assert_eq!(&got[..4], &n.to_le_bytes(), "the last put to cell 0 won");
         for i in 1..=n as usize {

@@ -95,7 +95,7 @@ fn flat(body: &Body) -> Option<(u8, Fields, usize)> {
     })
 }
 
-fn put_varint(out: &mut [u8; MAX_LEN], at: &mut usize, mut v: u64) {
+pub(super) fn put_varint(out: &mut [u8], at: &mut usize, mut v: u64) {
     while v >= 0x80 {
         out[*at] = (v as u8) | 0x80;
         v >>= 7;
@@ -153,6 +153,18 @@ fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 /// `bytes` as a header, if they are a fast shape written as [`encode`]
 /// writes it; `None` otherwise (prost decodes them).
 pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
+    let (id, field, values, last) = decode_flat(bytes)?;
+    body(field, values, last).map(|body| Header {
+        id,
+        body: Some(body),
+        checked: None,
+    })
+}
+
+/// A header in the flat shape, taken apart: its id, its body's field
+/// number, the body's varint fields and the highest field number present.
+/// `None` if the bytes are not in that shape.
+pub(super) fn decode_flat(bytes: &[u8]) -> Option<(u64, u64, Fields, u64)> {
     let mut at = 0;
     let mut tag = varint(bytes, &mut at)?;
     let mut id = 0;
@@ -182,11 +194,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
         values[number as usize - 1] = varint(inner, &mut pos)?;
         last = number;
     }
-    body(field, values, last).map(|body| Header {
-        id,
-        body: Some(body),
-        checked: None,
-    })
+    Some((id, field, values, last))
 }
 
 /// The body numbered `field` with `values`; `None` if it is not a flat
@@ -274,32 +282,14 @@ fn body(field: u64, v: Fields, last: u64) -> Option<Body> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::frame::test_rng::Rng;
     use crate::v1::{CheckedStamp, Region};
     use prost::Message;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        /// Zero, small, or any width: the edges of varint lengths.
-        fn value(&mut self) -> u64 {
-            match self.next() % 4 {
-                0 => 0,
-                1 => self.next() % 300,
-                2 => self.next() >> (self.next() % 64),
-                _ => self.next(),
-            }
-        }
-    }
-
-    fn random_header(r: &mut Rng) -> Header {
+    pub(crate) fn random_header(r: &mut Rng) -> Header {
         let mut w = || r.value();
         let body = match w() % 12 {
             0 => Body::Put(PeerPut {
@@ -402,19 +392,7 @@ mod tests {
         let mut agreed = 0;
         for i in 0..300_000 {
             let mut bytes = random_header(&mut r).encode_to_vec();
-            // Mutate: flip bits, cut, append, or swap two bytes.
-            for _ in 0..(r.next() % 3) {
-                let n = bytes.len().max(1);
-                match r.next() % 4 {
-                    0 if !bytes.is_empty() => bytes[(r.next() as usize) % n] ^= 1 << (r.next() % 8),
-                    1 => bytes.truncate((r.next() as usize) % n),
-                    2 => bytes.push(r.next() as u8),
-                    _ if bytes.len() > 1 => {
-                        bytes.swap((r.next() as usize) % n, (r.next() as usize) % n)
-                    }
-                    _ => {}
-                }
-            }
+            r.mutate(&mut bytes);
             if let Some(h) = decode(&bytes) {
                 let p = Header::decode(&bytes[..]).expect("prost accepts what the fast path does");
                 assert_eq!(h, p, "case {i}: {bytes:02x?}");

@@ -6,6 +6,11 @@
 //! byte buffer: feed it what the socket gave, take whole frames out.
 
 mod fast;
+mod put;
+#[cfg(test)]
+mod test_rng;
+
+pub use put::{PutFrame, encode_put_head};
 
 use crate::v1::{ErrorCode, ErrorReply, Header, header::Body};
 use bytes::{Buf, BufMut, Bytes, BytesMut};

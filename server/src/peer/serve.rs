@@ -15,7 +15,7 @@ use crate::ratelog::RateLimitedBy;
 use crate::transport::{Endpoint, PeerWriter};
 use crate::window::{Rows, Window};
 use pld_proto::checked::AccessKind;
-use pld_proto::frame;
+use pld_proto::frame::{self, PutFrame};
 use pld_proto::lock::Locked;
 use pld_proto::v1::{
     CheckedStamp, ErrorCode, GetReply, Header, Hello, PeerPut, ValueReply, header::Body,
@@ -92,6 +92,21 @@ async fn serve(state: Arc<RankState>, est: Established) {
     drop(_e);
     let mut out = Replies::with_capacity(64 * 1024);
     let reason = loop {
+        // A plain put whole in the buffer (the common small op) is applied
+        // straight from its fields; everything else takes the general path.
+        if state.checked.is_none()
+            && let Some(p) = reader.peek_put()
+            && p.payload_len < DIRECT_MIN
+        {
+            serve_put(&state, &peer, &p, reader.put_payload(&p), &mut out);
+            reader.consume_put(p);
+            if out.len() >= FLUSH_AT
+                && let Err(e) = flush(&state, &mut writer, &mut out).await
+            {
+                break format!("write failed: {e}");
+            }
+            continue;
+        }
         let (header, len) = match reader.try_head() {
             Ok(Some(head)) => head,
             Ok(None) => {
@@ -304,6 +319,30 @@ fn serve_request(
         }
     }
     None
+}
+
+/// A plain put found whole in the buffer: what `serve_request` does with
+/// it, without building its `Header`.
+fn serve_put(state: &RankState, peer: &Hello, p: &PutFrame, payload: &[u8], out: &mut Replies) {
+    state.activity.touch();
+    state
+        .stats
+        .received(MsgKind::Put, frame::PREFIX_LEN + payload.len());
+    let r = PeerPut {
+        window: p.window,
+        offset: p.offset,
+        region: None,
+    };
+    let applied =
+        put_rows(state, &r, payload.len()).and_then(|(w, rows)| w.write_rows(rows, payload));
+    state.stats.served(OpKind::Put, applied.is_ok());
+    match applied {
+        Ok(()) => out.ack(state, p.id),
+        Err(e) => {
+            tracing::debug!(peer = peer.rank, op = "put", id = p.id, error = %e, "rejected a request");
+            out.error(state, p.id, e.code(), e.to_string());
+        }
+    }
 }
 
 /// Where a put lands: its window and rows, checked against the payload's

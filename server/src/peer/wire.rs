@@ -5,7 +5,7 @@
 use crate::transport::{PeerReader, PeerWriter};
 use bytes::{Buf, BytesMut};
 use pld_proto::Frame;
-use pld_proto::frame::{self, Decoder, FrameError};
+use pld_proto::frame::{self, Decoder, FrameError, PutFrame};
 use pld_proto::v1::Header;
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -62,6 +62,25 @@ impl FrameReader {
             self.owed = *n;
         }
         Ok(head)
+    }
+
+    /// The next frame, if it is a plain put whose bytes are all buffered
+    /// (see [`Decoder::peek_put`]); take it with [`FrameReader::consume_put`].
+    pub fn peek_put(&self) -> Option<PutFrame> {
+        if self.owed != 0 {
+            return None;
+        }
+        self.decoder.peek_put(&self.buf)
+    }
+
+    /// The payload of the put `p` that [`FrameReader::peek_put`] found.
+    pub fn put_payload(&self, p: &PutFrame) -> &[u8] {
+        &self.buf[p.head_len..p.head_len + p.payload_len]
+    }
+
+    /// Takes the put `p` (header and payload) off the stream.
+    pub fn consume_put(&mut self, p: PutFrame) {
+        self.buf.advance(p.head_len + p.payload_len);
     }
 
     /// Whether the current frame's payload is all buffered.

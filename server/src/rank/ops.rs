@@ -6,6 +6,7 @@ use super::handle::{self, Finish, OpHandle};
 use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
 use crate::error::{AccessError, Result};
 use crate::peer::link::Link;
+use crate::peer::outbox::COALESCE_MAX;
 use crate::window::check_fits;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
@@ -38,7 +39,12 @@ impl Rank {
         let w = self.window_for(op, peer, win)?;
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer).await? {
+        // Most ops find their link up: no await for it.
+        let target = match self.state.rejoining(peer) {
+            false => self.target_now(peer)?,
+            true => self.target(peer).await?,
+        };
+        let link = match target {
             Target::Local => {
                 let bytes = offset..offset + data.len() as u64;
                 self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::Put)?;
@@ -46,7 +52,16 @@ impl Rank {
             }
             Target::Remote(link) => link,
         };
-        // One frame (the common small op): no chunk plan, no span.
+        // A small put (the common op) is queued without an await: no write
+        // happens unless the outbox is full.
+        if data.len() <= link.peer_max_payload.min(COALESCE_MAX) {
+            let (pending, full) = link.queue_put(win.0, offset, data)?;
+            if full {
+                link.flush().await;
+            }
+            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
+        }
+        // One frame: no chunk plan, no span.
         if data.len() <= link.peer_max_payload {
             let body = Body::Put(PeerPut {
                 window: win.0,

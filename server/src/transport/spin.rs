@@ -104,6 +104,11 @@ impl SpinTcp {
     /// are due and off when none are, so that a link that only sends
     /// (barrier signals, say) does not burn a core waiting for nothing.
     pub fn want_replies(&self, on: bool) {
+        // Called for every op issued and completed: most leave it as it is,
+        // and a load costs less than a swap.
+        if self.read_spins.load(Ordering::Acquire) == on {
+            return;
+        }
         let was = self.read_spins.swap(on, Ordering::AcqRel);
         if on && !was {
             self.misses.store(0, Ordering::Relaxed);

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{BarrierSignal, header::Body};
+use pld_proto::v1::{BarrierSignal, PeerPut, header::Body};
 use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -137,6 +137,31 @@ impl Link {
         Ok(Pending::new(self.clone(), id))
     }
 
+    /// Queues a put of at most `COALESCE_MAX` bytes (and at most one
+    /// frame): nothing is written here, so no await. Returns its handle
+    /// and whether the caller should [`Link::flush`] now (the outbox is
+    /// full).
+    pub fn queue_put(
+        self: &Arc<Self>,
+        window: u32,
+        offset: u64,
+        payload: &[u8],
+    ) -> Result<(Pending, bool)> {
+        if let Some(e) = self.lost_error() {
+            return Err(e);
+        }
+        let body = Body::Put(PeerPut {
+            window,
+            offset,
+            region: None,
+        });
+        let waiter = Waiter::new(None);
+        let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, waiter);
+        let (id, full) = self.queue(body, payload, issue);
+        self.state.stats.issued(OpKind::Put);
+        Ok((Pending::new(self.clone(), id), full))
+    }
+
     /// Sends a barrier message (one-way: id 0, no reply).
     pub async fn signal(&self, epoch: u64, round: u32) -> Result<()> {
         let body = Body::Barrier(BarrierSignal { epoch, round });
@@ -214,13 +239,24 @@ impl Link {
         let mut ops = self.ops();
         // Only ids the table may hold: a forged range costs nothing.
         let span = ops.span();
+        // Ops queued together share their issue time: their latencies are
+        // counted as one run, not one by one.
+        let mut run = crate::stats::CompletedRun::default();
         for id in first.max(span.start)..=last.min(span.end.saturating_sub(1)) {
-            if let Some(op) = ops.complete(id) {
+            let Some(op) = ops.complete(id) else {
+                continue;
+            };
+            if !matches!(op.kind, OpKind::Put | OpKind::AtomicAdd | OpKind::Notify) {
+                // Not answered by an ack: fails, naming itself.
                 let ack = Some(Body::Ack(Default::default()));
                 let reply = self.reply(op.kind, op.id, ack, Bytes::new());
                 self.finish(&mut ops, op, reply, now);
+                continue;
             }
+            run.add(&self.state.stats, op.kind, op.issued_at, now);
+            ops.hand(op.id, op.waiter, Ok(Reply::Ack));
         }
+        run.flush(&self.state.stats, now);
         self.spin_for_replies(&ops);
         drop(ops);
         self.wake_quiet();

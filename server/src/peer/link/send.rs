@@ -10,9 +10,10 @@ use crate::peer::outbox::{COALESCE_MAX, WRITE_AT, write_after};
 use crate::transport::PeerWriter;
 use bytes::BytesMut;
 use pld_proto::MsgKind;
+use pld_proto::frame::encode_put_head;
 use pld_proto::lock::Locked;
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{Header, header::Body};
+use pld_proto::v1::{Header, PeerPut, header::Body};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,24 +35,52 @@ impl Link {
         if payload.len() > COALESCE_MAX {
             return self.write_now(body, payload, id).await;
         }
-        let (id, full) = {
-            let mut outbox = self.outbox.locked();
-            let now = outbox.stamp();
-            let header = self.header(body, |ops| id(ops, now));
-            let before = outbox.buf.len();
-            pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
-            outbox.buf.extend_from_slice(payload);
-            self.sent(&header, outbox.buf.len() - before);
-            if !outbox.scheduled {
-                outbox.scheduled = true;
-                self.runtime.spawn(flush_queued(self.clone()));
-            }
-            (header.id, outbox.buf.len() >= WRITE_AT)
-        };
+        let (id, full) = self.queue(body, payload, id);
         if full {
             self.flush().await;
         }
         Ok(id)
+    }
+
+    /// Queues one small frame (its payload at most `COALESCE_MAX`) in the
+    /// outbox and schedules a flush: no write happens here. Returns its id
+    /// and whether the outbox is full enough that the caller should flush
+    /// it now.
+    pub(super) fn queue(
+        self: &Arc<Self>,
+        body: Body,
+        payload: &[u8],
+        id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
+    ) -> (u64, bool) {
+        debug_assert!(payload.len() <= COALESCE_MAX);
+        let mut outbox = self.outbox.locked();
+        let now = outbox.stamp();
+        let before = outbox.buf.len();
+        let (id, kind) = match &body {
+            // A plain put (the common small op) is written straight from
+            // its fields, as the generic encoder would write it.
+            Body::Put(PeerPut {
+                window,
+                offset,
+                region: None,
+            }) if self.state.checked.is_none() => {
+                let id = self.take_id(|ops| id(ops, now));
+                encode_put_head(id, *window, *offset, payload.len(), &mut outbox.buf);
+                (id, MsgKind::Put)
+            }
+            _ => {
+                let header = self.header(body, |ops| id(ops, now));
+                pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
+                (header.id, MsgKind::of(&header))
+            }
+        };
+        outbox.buf.extend_from_slice(payload);
+        self.sent(kind, outbox.buf.len() - before);
+        if !outbox.scheduled {
+            outbox.scheduled = true;
+            self.runtime.spawn(flush_queued(self.clone()));
+        }
+        (id, outbox.buf.len() >= WRITE_AT)
     }
 
     /// Writes one frame now, under the writer lock, behind whatever the
@@ -78,7 +107,7 @@ impl Link {
         pld_proto::frame::encode_head(&header, payload.len(), &mut out);
         let head = out.len() - before;
         writer.write_or_fail(out, payload).await?;
-        self.sent(&header, head + payload.len());
+        self.sent(MsgKind::of(&header), head + payload.len());
         Ok(header.id)
     }
 
@@ -122,12 +151,7 @@ impl Link {
     /// (taken now), and in checked mode this rank's clock (for a barrier
     /// signal, the join of what it heard of that barrier).
     fn header(&self, body: Body, id: impl FnOnce(&mut PeerOps<Waiter>) -> u64) -> Header {
-        let id = {
-            let mut ops = self.ops();
-            let id = id(&mut ops);
-            self.spin_for_replies(&ops);
-            id
-        };
+        let id = self.take_id(id);
         let checked = self.state.checked.as_ref().map(|c| match &body {
             Body::Barrier(b) => c.barrier_stamp(b.epoch),
             b => c.stamp_request(b),
@@ -139,8 +163,17 @@ impl Link {
         }
     }
 
-    fn sent(&self, header: &Header, bytes: usize) {
-        self.state.stats.sent(MsgKind::of(header), bytes);
+    /// A request's id, taken from the op table (which then spins for its
+    /// reply).
+    fn take_id(&self, id: impl FnOnce(&mut PeerOps<Waiter>) -> u64) -> u64 {
+        let mut ops = self.ops();
+        let id = id(&mut ops);
+        self.spin_for_replies(&ops);
+        id
+    }
+
+    fn sent(&self, kind: MsgKind, bytes: usize) {
+        self.state.stats.sent(kind, bytes);
         self.state.activity.touch();
     }
 

@@ -1,0 +1,110 @@
+//! The plain put's own frame path: written and read without a [`Header`].
+//!
+//! A window of 8-byte puts is the message-rate benchmark, and the kernels
+//! that scatter small stores live on it. Building a `Header` for each put,
+//! matching its body and moving it through the generic decoder cost more
+//! than the put itself (callgrind: ~450 instructions of a put's ~970 at the
+//! target went to taking its header off the stream). So a put without a
+//! region or a checked-mode stamp is encoded straight from its fields, and
+//! a frame that is such a put, whole in the buffer, is read straight into
+//! them. The bytes are exactly those of [`super::encode_head`] (so of
+//! prost); a frame that is anything else — or a put in another shape, or
+//! over a limit — is left to the generic [`super::Decoder`], which decodes
+//! it or names the error, so nothing means something else on this path.
+
+use super::fast::{decode_flat, put_varint};
+use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
+use bytes::{BufMut, BytesMut};
+
+/// A put's field number in `Header`, and its length-delimited tag.
+const PUT_FIELD: u64 = 3;
+const PUT_TAG: u64 = (PUT_FIELD << 3) | 2;
+
+/// The longest put header: id, body tag and length, two fields.
+const MAX_LEN: usize = 11 + 1 + 1 + 2 * 11;
+
+/// A put frame whose header and payload are all buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutFrame {
+    /// The request's id.
+    pub id: u64,
+    /// The target window.
+    pub window: u32,
+    /// The byte offset in it.
+    pub offset: u64,
+    /// Bytes before the payload: the prefix and the header.
+    pub head_len: usize,
+    /// The payload's length.
+    pub payload_len: usize,
+}
+
+/// Appends the prefix and header of a put of `payload_len` bytes at
+/// `offset` of `window` — the bytes `encode_head` writes for
+/// `Header { id, body: Put { window, offset, region: None }, checked: None }`.
+pub fn encode_put_head(id: u64, window: u32, offset: u64, payload_len: usize, dst: &mut BytesMut) {
+    let mut body = [0u8; MAX_LEN];
+    let mut len = 0;
+    if window != 0 {
+        put_varint(&mut body, &mut len, 1 << 3);
+        put_varint(&mut body, &mut len, u64::from(window));
+    }
+    if offset != 0 {
+        put_varint(&mut body, &mut len, 2 << 3);
+        put_varint(&mut body, &mut len, offset);
+    }
+    let mut head = [0u8; MAX_LEN];
+    let mut at = 0;
+    if id != 0 {
+        put_varint(&mut head, &mut at, 1 << 3);
+        put_varint(&mut head, &mut at, id);
+    }
+    put_varint(&mut head, &mut at, PUT_TAG);
+    put_varint(&mut head, &mut at, len as u64);
+    dst.reserve(PREFIX_LEN + at + len);
+    dst.put_u32_le((at + len) as u32);
+    dst.put_u32_le(u32::try_from(payload_len).unwrap_or(u32::MAX));
+    dst.extend_from_slice(&head[..at]);
+    dst.extend_from_slice(&body[..len]);
+}
+
+/// `(id, window, offset)` if `bytes` are a put header in the shape
+/// [`encode_put_head`] writes — exactly when `fast::decode` reads them as
+/// a plain put; `None` otherwise.
+fn decode_put(bytes: &[u8]) -> Option<(u64, u32, u64)> {
+    match decode_flat(bytes)? {
+        (id, PUT_FIELD, v, last) if last <= 2 => Some((id, u32::try_from(v[0]).ok()?, v[1])),
+        _ => None,
+    }
+}
+
+impl Decoder {
+    /// The frame at the front of `buf` if it is a plain put, whole in the
+    /// buffer and within the limits; nothing is taken off. `None` for
+    /// anything else, which [`Decoder::decode_head`] then decodes (or
+    /// rejects, naming why).
+    pub fn peek_put(&self, buf: &[u8]) -> Option<PutFrame> {
+        if self.preamble_left > 0 || buf.len() < PREFIX_LEN {
+            return None;
+        }
+        let header_len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        let payload_len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
+        if header_len > MAX_HEADER_LEN || payload_len > self.max_payload {
+            return None;
+        }
+        let head_len = PREFIX_LEN + header_len;
+        if buf.len() < head_len.checked_add(payload_len)? {
+            return None;
+        }
+        let (id, window, offset) = decode_put(&buf[PREFIX_LEN..head_len])?;
+        Some(PutFrame {
+            id,
+            window,
+            offset,
+            head_len,
+            payload_len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
