@@ -134,7 +134,7 @@ pub(crate) fn encode(header: &Header, out: &mut [u8; MAX_LEN]) -> Option<usize> 
 
 /// Reads a varint; `None` if it runs past the end or past ten bytes (or
 /// overflows 64 bits), which prost then judges.
-pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *bytes.get(*at)?;
@@ -153,7 +153,7 @@ pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 /// `bytes` as a header, if they are a fast shape written as [`encode`]
 /// writes it; `None` otherwise (prost decodes them).
 pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
-    let (id, field, values, last) = decode_flat(bytes)?;
+    let (id, field, values, last) = decode_flat(bytes, None)?;
     body(field, values, last).map(|body| Header {
         id,
         body: Some(body),
@@ -163,8 +163,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
 
 /// A header in the flat shape, taken apart: its id, its body's field
 /// number, the body's varint fields and the highest field number present.
-/// `None` if the bytes are not in that shape.
-pub(super) fn decode_flat(bytes: &[u8]) -> Option<(u64, u64, Fields, u64)> {
+/// `None` if the bytes are not in that shape, or (with `only`) if the body
+/// is not that field — found before the body is parsed.
+pub(super) fn decode_flat(bytes: &[u8], only: Option<u64>) -> Option<(u64, u64, Fields, u64)> {
     let mut at = 0;
     let mut tag = varint(bytes, &mut at)?;
     let mut id = 0;
@@ -176,6 +177,9 @@ pub(super) fn decode_flat(bytes: &[u8]) -> Option<(u64, u64, Fields, u64)> {
         return None;
     }
     let field = tag >> 3;
+    if only.is_some_and(|f| f != field) {
+        return None;
+    }
     let len = usize::try_from(varint(bytes, &mut at)?).ok()?;
     // The body must end the header exactly.
     if bytes.len().checked_sub(at)? != len {

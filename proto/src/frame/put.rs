@@ -12,7 +12,7 @@
 //! over a limit — is left to the generic [`super::Decoder`], which decodes
 //! it or names the error, so nothing means something else on this path.
 
-use super::fast::{decode_flat, put_varint, varint};
+use super::fast::{decode_flat, put_varint};
 use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
 use bytes::{BufMut, BytesMut};
 
@@ -71,19 +71,9 @@ pub fn encode_put_head(id: u64, window: u32, offset: u64, payload_len: usize, ds
 /// [`encode_put_head`] writes — exactly when `fast::decode` reads them as
 /// a plain put; `None` otherwise.
 fn decode_put(bytes: &[u8]) -> Option<(u64, u32, u64)> {
-    // Every small op's frame is peeked first: a header whose body tag
-    // (after the optional id) is not a put's is turned away before its
-    // body is parsed.
-    let mut at = 0;
-    let mut tag = varint(bytes, &mut at)?;
-    if tag == 1 << 3 {
-        varint(bytes, &mut at)?;
-        tag = varint(bytes, &mut at)?;
-    }
-    if tag != PUT_TAG {
-        return None;
-    }
-    match decode_flat(bytes)? {
+    // Every small op's frame is peeked first: `decode_flat` turns away a
+    // header whose body is not a put's before it parses the body.
+    match decode_flat(bytes, Some(PUT_FIELD))? {
         (id, PUT_FIELD, v, last) if last <= 2 => Some((id, u32::try_from(v[0]).ok()?, v[1])),
         _ => None,
     }
