@@ -35,7 +35,7 @@ pub enum Answer {
 /// Matches the body of a reply to op `op`.
 pub fn answer(op: OpKind, body: Option<Body>) -> Answer {
     match (op, body) {
-        (OpKind::Put | OpKind::AtomicAdd | OpKind::Notify, Some(Body::Ack(_))) => Answer::Ack,
+        (op, Some(Body::Ack(_))) if op.answered_by_ack() => Answer::Ack,
         (OpKind::Get, Some(Body::GetReply(_))) => Answer::Data,
         (OpKind::FetchAdd | OpKind::CompareSwap, Some(Body::Value(v))) => Answer::Value(v.previous),
         (_, Some(Body::Error(e))) => Answer::Refused {

@@ -38,6 +38,11 @@ impl OpKind {
         OpKind::Notify,
     ];
 
+    /// Whether a plain ack is this op's whole answer (no data, no value).
+    pub const fn answered_by_ack(self) -> bool {
+        matches!(self, OpKind::Put | OpKind::AtomicAdd | OpKind::Notify)
+    }
+
     /// The pld/OpenSHMEM name of the operation.
     pub const fn name(self) -> &'static str {
         match self {

@@ -246,7 +246,7 @@ impl Link {
             let Some(op) = ops.complete(id) else {
                 continue;
             };
-            if !matches!(op.kind, OpKind::Put | OpKind::AtomicAdd | OpKind::Notify) {
+            if !op.kind.answered_by_ack() {
                 // Not answered by an ack: fails, naming itself.
                 let ack = Some(Body::Ack(Default::default()));
                 let reply = self.reply(op.kind, op.id, ack, Bytes::new());
