@@ -50,12 +50,52 @@ pub enum Progress {
     Spin {
         /// How long after the last traffic to keep polling.
         idle: Duration,
+        /// More ranks run on this host than it has cores. A polling thread
+        /// then sleeps after a few empty polls in a row instead of after
+        /// `idle`: the peer it waits for needs the very core it would
+        /// spin on. `Rank::start` turns it on when the peer list says so
+        /// ([`Config::ranks_on_this_host`]); set, it stays on.
+        oversubscribed: bool,
     },
 }
 
 impl Progress {
     /// The spin idle time when none is given.
     pub const DEFAULT_SPIN_IDLE: Duration = Duration::from_millis(20);
+
+    /// Busy-polling that backs off after `idle` without traffic.
+    pub fn spin(idle: Duration) -> Progress {
+        Progress::Spin {
+            idle,
+            oversubscribed: false,
+        }
+    }
+
+    /// Whether this is spinning on an oversubscribed host.
+    pub fn oversubscribed(&self) -> bool {
+        matches!(
+            self,
+            Progress::Spin {
+                oversubscribed: true,
+                ..
+            }
+        )
+    }
+
+    /// This mode on a host where `ranks` ranks share `cores` cores: spin
+    /// turns oversubscribed when the ranks outnumber the cores.
+    pub fn on_host(self, ranks: usize, cores: usize) -> Progress {
+        match self {
+            Progress::Spin {
+                idle,
+                oversubscribed,
+            } => Progress::Spin {
+                idle,
+                oversubscribed: oversubscribed || ranks > cores,
+            },
+            Progress::Sleep => Progress::Sleep,
+        }
+    }
 }
 
 impl FromStr for Progress {
@@ -63,9 +103,7 @@ impl FromStr for Progress {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.to_ascii_lowercase().as_str() {
             "sleep" => Ok(Progress::Sleep),
-            "spin" => Ok(Progress::Spin {
-                idle: Progress::DEFAULT_SPIN_IDLE,
-            }),
+            "spin" => Ok(Progress::spin(Progress::DEFAULT_SPIN_IDLE)),
             _ => Err(format!(
                 "unknown progress mode '{s}': expected spin or sleep"
             )),
@@ -266,7 +304,7 @@ impl Config {
                 return out_of_range(what, flag, format!("{d:?}"), "1ms to 24h");
             }
         }
-        if let Progress::Spin { idle } = self.progress
+        if let Progress::Spin { idle, .. } = self.progress
             && idle > MAX_SPIN_IDLE
         {
             let got = format!("{idle:?}");
@@ -289,6 +327,30 @@ impl Config {
         self.listen
             .as_deref()
             .unwrap_or(&self.peers[self.rank as usize])
+    }
+
+    /// How many ranks of the peer list, this one included, run on this
+    /// rank's host, as far as the list says without asking DNS: those with
+    /// the same host as this rank's entry, and, where that is a loopback
+    /// host, every loopback host.
+    pub fn ranks_on_this_host(&self) -> usize {
+        let host = |s: &str| split_host_port(s).map(|(h, _)| h.to_ascii_lowercase());
+        let loopback = |h: &str| {
+            h == "localhost"
+                || h.parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        };
+        let Some(mine) = self.peers.get(self.rank as usize).and_then(|p| host(p)) else {
+            return 1;
+        };
+        let here = |h: &str| h == mine || (loopback(&mine) && loopback(h));
+        let others = self
+            .peers
+            .iter()
+            .enumerate()
+            .filter(|(r, p)| *r != self.rank as usize && host(p).is_some_and(|h| here(&h)))
+            .count();
+        others + 1
     }
 }
 
@@ -371,5 +433,44 @@ mod tests {
         assert_eq!(split_host_port("[::1]:7"), Some(("::1", 7)));
         assert_eq!(split_host_port("nohost"), None);
         assert_eq!(split_host_port(":7"), None);
+    }
+
+    fn peers(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn ranks_on_this_host_counts_the_same_host_and_every_loopback() {
+        let local = peers(&[
+            "127.0.0.1:1",
+            "localhost:2",
+            "[::1]:3",
+            "127.0.0.2:4",
+            "node1:5",
+        ]);
+        assert_eq!(Config::new(0, local.clone()).ranks_on_this_host(), 4);
+        assert_eq!(Config::new(4, local).ranks_on_this_host(), 1);
+        let hosts = peers(&["node0:1", "NODE0:2", "node1:3", "node0:4", "bad"]);
+        assert_eq!(Config::new(1, hosts.clone()).ranks_on_this_host(), 3);
+        assert_eq!(Config::new(2, hosts.clone()).ranks_on_this_host(), 1);
+        // An entry without a port counts for nobody, itself included.
+        assert_eq!(Config::new(4, hosts).ranks_on_this_host(), 1);
+    }
+
+    #[test]
+    fn spin_turns_oversubscribed_only_past_the_cores() {
+        let spin = Progress::spin(Duration::from_millis(5));
+        assert!(!spin.on_host(2, 2).oversubscribed());
+        assert!(spin.on_host(3, 2).oversubscribed());
+        assert_eq!(
+            spin.on_host(3, 2),
+            Progress::Spin {
+                idle: Duration::from_millis(5),
+                oversubscribed: true
+            }
+        );
+        // Set by hand, it stays; sleep stays sleep.
+        assert!(spin.on_host(3, 2).on_host(1, 16).oversubscribed());
+        assert_eq!(Progress::Sleep.on_host(64, 2), Progress::Sleep);
     }
 }

@@ -12,13 +12,19 @@ use std::time::Duration;
 const IDLE: Duration = Duration::from_millis(30);
 
 async fn spinning(t: TransportKind, n: u32, daemons: &[u32]) -> Cluster {
+    spinning_as(t, n, daemons, Progress::spin(IDLE)).await
+}
+
+/// Daemons spin (oversubscribed where this host has fewer cores than
+/// ranks); embedded ranks with `progress`.
+async fn spinning_as(t: TransportKind, n: u32, daemons: &[u32], progress: Progress) -> Cluster {
     Cluster::start_full(
         t,
         n,
         daemons,
         &["data=24MiB", "signal=64KiB"],
         &["--progress", "spin", "--spin-idle", "30ms"],
-        |c| c.progress = Progress::Spin { idle: IDLE },
+        |c| c.progress = progress,
     )
     .await
 }
@@ -119,42 +125,59 @@ both!(
     }
 );
 
+/// Three ranks put to their right-hand neighbour, barrier, and check what
+/// their left-hand one put, 300 times: every barrier round and every put
+/// under the spin policy the cluster runs.
+async fn store_ring(c: Cluster) {
+    let c = std::sync::Arc::new(c);
+    let data = c.window("data");
+    let tasks: Vec<_> = (0..3u32)
+        .map(|me| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let r = c.rank(me);
+                for i in 0..300u64 {
+                    let slot = (i % 2) * 8;
+                    r.put(
+                        (me + 1) % 3,
+                        data,
+                        slot,
+                        &(i * 10 + me as u64).to_le_bytes(),
+                    )
+                    .await
+                    .unwrap();
+                    r.barrier().await.unwrap();
+                    let got =
+                        from_bytes::<i64>(&r.local(data).unwrap().read(slot, 8).unwrap())[0] as u64;
+                    assert_eq!(
+                        got,
+                        i * 10 + ((me + 2) % 3) as u64,
+                        "rank {me} iteration {i}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
 both!(
     spinning_ranks_run_barriers_and_the_store_ring,
     120,
+    |t: TransportKind| async move { store_ring(spinning(t, 3, &[]).await).await }
+);
+
+both!(
+    oversubscribed_spinning_ranks_run_barriers_and_the_store_ring,
+    120,
     |t: TransportKind| async move {
-        let c = std::sync::Arc::new(spinning(t, 3, &[]).await);
-        let data = c.window("data");
-        let tasks: Vec<_> = (0..3u32)
-            .map(|me| {
-                let c = c.clone();
-                tokio::spawn(async move {
-                    let r = c.rank(me);
-                    for i in 0..300u64 {
-                        let slot = (i % 2) * 8;
-                        r.put(
-                            (me + 1) % 3,
-                            data,
-                            slot,
-                            &(i * 10 + me as u64).to_le_bytes(),
-                        )
-                        .await
-                        .unwrap();
-                        r.barrier().await.unwrap();
-                        let got = from_bytes::<i64>(&r.local(data).unwrap().read(slot, 8).unwrap())
-                            [0] as u64;
-                        assert_eq!(
-                            got,
-                            i * 10 + ((me + 2) % 3) as u64,
-                            "rank {me} iteration {i}"
-                        );
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
+        let progress = Progress::Spin {
+            idle: IDLE,
+            oversubscribed: true,
+        };
+        store_ring(spinning_as(t, 3, &[], progress).await).await
     }
 );
 

@@ -75,18 +75,24 @@ impl Activity {
     /// sleeps until the next frame otherwise: the spin progress of
     /// transports whose sockets tokio drives (QUIC). A yielding task makes
     /// the worker poll the reactor before running it again, so the thread
-    /// never sleeps while it spins.
-    pub async fn spin(&self, idle: std::time::Duration) {
+    /// never sleeps while it spins. Oversubscribed, it sleeps after
+    /// [`PARK_AFTER`](crate::transport::spin::PARK_AFTER) quiet polls, as a
+    /// spinning TCP socket does.
+    pub async fn spin(&self, idle: std::time::Duration, oversubscribed: bool) {
         use std::sync::atomic::Ordering::Relaxed;
         let mut seen = self.frames.load(Relaxed);
         let mut since = std::time::Instant::now();
-        let mut polls = 0u32;
-        let mut quiet_polls = 0u32;
+        let (mut polls, mut quiet_polls, mut moved) = (0u32, 0u32, false);
+        let park_after = if oversubscribed {
+            crate::transport::spin::PARK_AFTER
+        } else {
+            u32::MAX
+        };
         loop {
             polls = polls.wrapping_add(1);
             let now = self.frames.load(Relaxed);
             if now != seen {
-                quiet_polls = 0;
+                (seen, quiet_polls, moved) = (now, 0, true);
             } else {
                 quiet_polls += 1;
                 // Nothing moves: let other ranks on these cores run (see
@@ -95,19 +101,25 @@ impl Activity {
                     std::thread::yield_now();
                 }
             }
+            // The clock is read once per 64 polls.
+            let mut sleep = quiet_polls > park_after;
             if polls % 64 == 0 {
-                if now != seen {
-                    (seen, since) = (now, std::time::Instant::now());
+                if moved {
+                    (since, moved) = (std::time::Instant::now(), false);
                 } else if since.elapsed() >= idle {
-                    self.asleep.store(true, Relaxed);
-                    // A frame between the check and the flag: don't sleep.
-                    if self.frames.load(Relaxed) == seen {
-                        self.woke.notified().await;
-                    }
-                    self.asleep.store(false, Relaxed);
-                    (seen, since) = (self.frames.load(Relaxed), std::time::Instant::now());
-                    continue;
+                    sleep = true;
                 }
+            }
+            if sleep {
+                self.asleep.store(true, Relaxed);
+                // A frame between the check and the flag: don't sleep.
+                if self.frames.load(Relaxed) == seen {
+                    self.woke.notified().await;
+                }
+                self.asleep.store(false, Relaxed);
+                (seen, since) = (self.frames.load(Relaxed), std::time::Instant::now());
+                (quiet_polls, moved) = (0, false);
+                continue;
             }
             tokio::task::yield_now().await;
         }

@@ -85,8 +85,22 @@ impl Rank {
     /// Starts a rank: allocates its windows, listens, then connects to every
     /// other rank — retrying until the connect timeout, since ranks start
     /// in any order — and checks that all agree on the cluster's identity.
-    pub async fn start(config: Config) -> Result<Rank> {
+    pub async fn start(mut config: Config) -> Result<Rank> {
         config.validate()?;
+        // Spinning where ranks outnumber the cores parks early (see
+        // transport::spin).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let here = config.ranks_on_this_host();
+        config.progress = config.progress.on_host(here, cores);
+        if config.progress.oversubscribed() {
+            tracing::info!(
+                rank = config.rank,
+                ranks_here = here,
+                cores,
+                "more ranks than cores on this host: spinning threads sleep after {} empty polls",
+                crate::transport::spin::PARK_AFTER
+            );
+        }
         let specs: Vec<(String, u64)> = config
             .windows
             .iter()
@@ -113,11 +127,16 @@ impl Rank {
         tasks.spawn(serve::accept_loop(state.clone(), endpoint.clone()));
         // TCP sockets spin by themselves (transport::spin); quinn's sockets
         // are tokio's, so keep the runtime polling for them.
-        if let (crate::config::Progress::Spin { idle }, TransportKind::Quic) =
-            (cfg.progress, cfg.transport)
+        if let (
+            crate::config::Progress::Spin {
+                idle,
+                oversubscribed,
+            },
+            TransportKind::Quic,
+        ) = (cfg.progress, cfg.transport)
         {
             let state = state.clone();
-            tasks.spawn(async move { state.activity.spin(idle).await });
+            tasks.spawn(async move { state.activity.spin(idle, oversubscribed).await });
         }
 
         let deadline = crate::deadline::after(cfg.connect_timeout);

@@ -119,6 +119,12 @@ impl Rank {
                     }
                 }
             }
+            // The rank just signalled may be waiting on this very core: let
+            // it run now rather than after this rank's spin (measured at
+            // P = 8 on two cores: 139–147 → 129–141 µs).
+            if !out.is_empty() && state.config.progress.oversubscribed() {
+                std::thread::yield_now();
+            }
             out.clear();
             match progress {
                 Progress::Done { epoch } => {

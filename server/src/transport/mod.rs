@@ -6,7 +6,7 @@
 //! above this module — framing, handshake, request ids — is shared.
 
 mod quic;
-mod spin;
+pub(crate) mod spin;
 mod tcp;
 mod tls_tcp;
 

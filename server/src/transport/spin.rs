@@ -8,6 +8,12 @@
 //! been idle for the configured time it backs off — it waits for readiness
 //! through tokio's reactor like any socket — and spins again from the next
 //! byte on. All inside tokio: no extra thread.
+//!
+//! Where ranks outnumber the host's cores (`oversubscribed`), a rank that
+//! spins holds the core the rank it waits for needs: a polling thread then
+//! sleeps after [`PARK_AFTER`] empty polls in a row, and a barrier round
+//! costs a wake-up instead of the rotation of every spinner on the core
+//! (at P = 8 on two cores, ~210 µs → 130–180 µs; docs/PERFORMANCE.md).
 
 use socket2::SockRef;
 use std::future::Future;
@@ -45,6 +51,9 @@ fn defer<T>(cx: &mut Context<'_>) -> Poll<T> {
 pub struct SpinTcp {
     fd: AsyncFd<TcpStream>,
     idle_ns: u64,
+    /// Empty polls in a row on this thread after which it sleeps (u32::MAX
+    /// unless oversubscribed).
+    park_after: u32,
     last_active: AtomicU64,
     /// Misses since the clock was last read: the clock is read once per
     /// `CLOCK_EVERY` misses, not on every one.
@@ -62,6 +71,9 @@ thread_local! {
     /// the thread gives the CPU away once per round of them, not once per
     /// socket.
     static THREAD_MISSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Empty polls on this thread since bytes last moved on any of its
+    /// sockets (not reset by a yield).
+    static THREAD_DRY: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// Empty polls in a row after which each further one gives the CPU away
@@ -70,13 +82,19 @@ thread_local! {
 /// sched_yield returns at once.
 const YIELD_AFTER: u32 = 4;
 
+/// Oversubscribed: empty polls in a row on a thread, over all its sockets,
+/// after which it sleeps until the next byte. Measured at P = 4 and 8 on
+/// two cores: 24–48 all do as well; 2–16 with a yield after every poll, or
+/// the reactor polled between yields, do worse (docs/PERFORMANCE.md).
+pub const PARK_AFTER: u32 = 32;
+
 /// How many empty polls pass between two looks at the clock.
 const CLOCK_EVERY: u32 = 128;
 
 impl SpinTcp {
     /// Wraps a connected stream; it spins while it has moved bytes within
-    /// the last `idle`.
-    pub fn new(stream: TcpStream, idle: Duration) -> io::Result<SpinTcp> {
+    /// the last `idle` — oversubscribed, for [`PARK_AFTER`] empty polls.
+    pub fn new(stream: TcpStream, idle: Duration, oversubscribed: bool) -> io::Result<SpinTcp> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
         // SAFETY: the TcpStream owns its descriptor and moves into the
@@ -85,6 +103,7 @@ impl SpinTcp {
         Ok(SpinTcp {
             fd,
             idle_ns: idle.as_nanos() as u64,
+            park_after: if oversubscribed { PARK_AFTER } else { u32::MAX },
             last_active: AtomicU64::new(now_ns()),
             misses: std::sync::atomic::AtomicU32::new(0),
             read_spins: std::sync::atomic::AtomicBool::new(true),
@@ -98,6 +117,7 @@ impl SpinTcp {
         self.misses.store(0, Ordering::Relaxed);
         self.last_active.store(0, Ordering::Relaxed);
         THREAD_MISSES.with(|m| m.set(0));
+        THREAD_DRY.with(|m| m.set(0));
     }
 
     /// Whether the read side should spin: a link turns it on while replies
@@ -123,6 +143,13 @@ impl SpinTcp {
     /// Whether to keep spinning after an empty poll: yes while there was
     /// traffic within the idle time.
     fn spinning(&self) -> bool {
+        let dry = THREAD_DRY.with(|m| {
+            m.set(m.get().saturating_add(1));
+            m.get()
+        });
+        if dry > self.park_after {
+            return false;
+        }
         let misses = self.misses.fetch_add(1, Ordering::Relaxed);
         let thread_misses = THREAD_MISSES.with(|m| {
             m.set(m.get() + 1);

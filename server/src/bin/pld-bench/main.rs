@@ -131,9 +131,7 @@ struct Cli {
 impl Cli {
     fn progress(&self) -> Progress {
         match self.progress {
-            Progress::Spin { .. } => Progress::Spin {
-                idle: self.spin_idle,
-            },
+            Progress::Spin { .. } => Progress::spin(self.spin_idle),
             Progress::Sleep => Progress::Sleep,
         }
     }

@@ -224,9 +224,7 @@ impl RunArgs {
         c.op_timeout = self.op_timeout;
         c.sync_timeout = self.sync_timeout;
         c.progress = match self.progress {
-            Progress::Spin { .. } => Progress::Spin {
-                idle: self.spin_idle,
-            },
+            Progress::Spin { .. } => Progress::spin(self.spin_idle),
             Progress::Sleep => Progress::Sleep,
         };
         c.checked = self.checked;

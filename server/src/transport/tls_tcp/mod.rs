@@ -63,8 +63,12 @@ impl TcpIo {
         stream.set_nodelay(true)?;
         Ok(match progress {
             Progress::Sleep => TcpIo::Tokio(stream),
-            Progress::Spin { idle } => {
-                TcpIo::Spin(Arc::new(SpinTcp::new(stream.into_std()?, idle)?))
+            Progress::Spin {
+                idle,
+                oversubscribed,
+            } => {
+                let s = SpinTcp::new(stream.into_std()?, idle, oversubscribed)?;
+                TcpIo::Spin(Arc::new(s))
             }
         })
     }

@@ -110,8 +110,10 @@ async fn pair(progress: Progress) -> ((TlsReader, TlsWriter), (TlsReader, TlsWri
 async fn a_stream_arrives_whole_both_ways_across_key_updates() {
     for progress in [
         Progress::Sleep,
+        Progress::spin(Duration::from_millis(20)),
         Progress::Spin {
             idle: Duration::from_millis(20),
+            oversubscribed: true,
         },
     ] {
         let ((mut cr, mut cw), (mut sr, mut sw)) = pair(progress).await;
