@@ -15,7 +15,6 @@
 //! [`Barrier::progress`] asks for, and feeds arriving messages to
 //! [`Barrier::on_message`].
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Instant;
 
@@ -42,6 +41,21 @@ pub enum Progress {
     },
     /// Waiting for a message.
     Waiting(Missing),
+}
+
+/// Where a barrier stands, without the diagnostic: what a driver checks
+/// after every message ([`Barrier::advance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advance {
+    /// No barrier is running.
+    Idle,
+    /// Every rank has arrived at `epoch`; this rank may leave.
+    Done {
+        /// The epoch that completed.
+        epoch: u64,
+    },
+    /// Waiting for a message ([`Barrier::missing`] says which).
+    Waiting,
 }
 
 /// What a waiting barrier misses: the material of the diagnostic.
@@ -147,8 +161,10 @@ pub struct Barrier {
     /// Epochs are numbered from 1; this is the one `enter` starts next.
     next_epoch: u64,
     running: Option<Running>,
-    /// Messages received and not yet consumed: (epoch, round).
-    arrived: BTreeSet<(u64, u32)>,
+    /// Messages received and not yet consumed: (epoch, round), sorted.
+    /// They span at most two epochs (see `on_message`), so a short vector
+    /// that keeps its capacity holds them: no allocation per message.
+    arrived: Vec<(u64, u32)>,
     /// Whether `enter` was ever called (an epoch is adopted only before).
     entered: bool,
 }
@@ -171,7 +187,7 @@ impl Barrier {
             rounds: rounds(nranks),
             next_epoch: 1,
             running: None,
-            arrived: BTreeSet::new(),
+            arrived: Vec::with_capacity(2 * rounds(nranks) as usize),
             entered: false,
         }
     }
@@ -270,9 +286,10 @@ impl Barrier {
             Some(r) => epoch < r.epoch || (epoch == r.epoch && round < r.round),
             None => epoch < self.next_epoch,
         };
-        if consumed || self.arrived.contains(&(epoch, round)) {
-            return Err(BarrierError::Duplicate { from, epoch, round });
-        }
+        let at = match self.arrived.binary_search(&(epoch, round)) {
+            Err(at) if !consumed => at,
+            _ => return Err(BarrierError::Duplicate { from, epoch, round }),
+        };
         // No rank can finish epoch e before this rank entered it, so no
         // message can be more than one epoch ahead of this rank.
         if epoch > current + 1 {
@@ -282,21 +299,35 @@ impl Barrier {
                 current,
             });
         }
-        self.arrived.insert((epoch, round));
+        self.arrived.insert(at, (epoch, round));
         Ok(())
     }
 
     /// Advances as far as the messages received allow, appending the
-    /// signals to send to `out`.
+    /// signals to send to `out`; waiting, says what is missing.
     pub fn progress(&mut self, out: &mut Vec<Signal>) -> Progress {
+        match self.advance(out) {
+            Advance::Idle => Progress::Idle,
+            Advance::Done { epoch } => Progress::Done { epoch },
+            Advance::Waiting => match self.missing() {
+                Some(m) => Progress::Waiting(m),
+                None => Progress::Idle,
+            },
+        }
+    }
+
+    /// [`Barrier::progress`] without building the diagnostic: what a driver
+    /// calls after every message, asking [`Barrier::missing`] only at its
+    /// deadline.
+    pub fn advance(&mut self, out: &mut Vec<Signal>) -> Advance {
         loop {
             let Some(run) = &mut self.running else {
-                return Progress::Idle;
+                return Advance::Idle;
             };
             if run.round == self.rounds {
                 let epoch = run.epoch;
                 self.running = None;
-                return Progress::Done { epoch };
+                return Advance::Done { epoch };
             }
             if !run.sent {
                 out.push(Signal {
@@ -306,17 +337,24 @@ impl Barrier {
                 });
                 run.sent = true;
             }
-            if self.arrived.remove(&(run.epoch, run.round)) {
-                run.round += 1;
-                run.sent = false;
-            } else {
-                let (epoch, round, entered_at) = (run.epoch, run.round, run.entered_at);
-                return Progress::Waiting(self.missing(epoch, round, entered_at));
+            match self.arrived.binary_search(&(run.epoch, run.round)) {
+                Ok(at) => {
+                    self.arrived.remove(at);
+                    run.round += 1;
+                    run.sent = false;
+                }
+                Err(_) => return Advance::Waiting,
             }
         }
     }
 
-    fn missing(&self, epoch: u64, round: u32, entered_at: Instant) -> Missing {
+    /// What the running barrier waits for; `None` when none runs.
+    pub fn missing(&self) -> Option<Missing> {
+        let run = self.running.as_ref()?;
+        Some(self.missing_at(run.epoch, run.round, run.entered_at))
+    }
+
+    fn missing_at(&self, epoch: u64, round: u32, entered_at: Instant) -> Missing {
         // Before round `round` completes, this rank has heard from ranks
         // r-1 … r-(2^round - 1); everyone else is still unaccounted for.
         let p = self.nranks as u64;

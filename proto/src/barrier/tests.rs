@@ -366,3 +366,38 @@ fn at_thousands_of_ranks_each_rank_sends_one_message_per_round() {
         }
     }
 }
+
+#[test]
+fn messages_of_two_epochs_fit_without_growing_the_arrival_list() {
+    // Rank 0 of 8 hears every round of epoch 1 and of epoch 2 before it
+    // looks: six messages, the most that can be outstanding.
+    let mut b = Barrier::new(0, 8);
+    let cap = b.arrived.capacity();
+    assert!(cap >= 6, "room for two epochs of three rounds: {cap}");
+    b.enter(Instant::now());
+    for epoch in [2, 1] {
+        for round in (0..3).rev() {
+            b.on_message(b.signalled_by(round), epoch, round).unwrap();
+        }
+    }
+    assert_eq!(
+        b.on_message(b.signalled_by(1), 2, 1),
+        Err(BarrierError::Duplicate {
+            from: 6,
+            epoch: 2,
+            round: 1
+        })
+    );
+    let mut out = Vec::new();
+    assert_eq!(b.advance(&mut out), Advance::Done { epoch: 1 });
+    assert_eq!(out.len(), 3, "one signal per round");
+    assert_eq!(b.missing(), None, "no barrier runs");
+    b.enter(Instant::now());
+    assert_eq!(b.advance(&mut out), Advance::Done { epoch: 2 });
+    assert!(b.arrived.is_empty());
+    assert_eq!(b.arrived.capacity(), cap, "nothing was reallocated");
+    b.enter(Instant::now());
+    assert_eq!(b.advance(&mut out), Advance::Waiting);
+    let m = b.missing().unwrap();
+    assert_eq!((m.epoch, m.round, m.waiting_for), (3, 0, 7));
+}

@@ -36,6 +36,14 @@ impl Links {
             .map(|s| s.as_ref().map(|l| l.read_locked().clone()))
     }
 
+    /// Whether every link is idle ([`Link::is_idle`]), looked at in place.
+    pub fn all_idle(&self) -> bool {
+        self.slots
+            .iter()
+            .flatten()
+            .all(|l| l.read_locked().is_idle())
+    }
+
     /// Every peer's current link.
     pub fn all(&self) -> Vec<Arc<Link>> {
         (0..self.slots.len() as u32)

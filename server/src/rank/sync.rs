@@ -6,7 +6,7 @@
 
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
-use pld_proto::barrier::{Progress, join};
+use pld_proto::barrier::{Advance, join};
 use pld_proto::lock::Locked;
 use pld_proto::v1::{PeerGet, header::Body};
 use pld_proto::{Cmp, OpKind};
@@ -32,6 +32,11 @@ impl Rank {
     }
 
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
+        // Most quiets (every barrier's) find nothing to wait for: no list
+        // of links, tickets or reports for them.
+        if self.links.all_idle() {
+            return Ok(());
+        }
         let links = self.links.all();
         let tickets: Vec<_> = links.iter().map(|l| (l, l.ticket())).collect();
         for link in &links {
@@ -93,7 +98,7 @@ impl Rank {
             tokio::pin!(woken);
             woken.as_mut().enable();
             out.append(&mut state.barrier_unsent.locked());
-            let progress = lock().progress(&mut out);
+            let progress = lock().advance(&mut out);
             for i in 0..out.len() {
                 let s = out[i];
                 // A peer that restarted: signal its new run, not the dead one.
@@ -127,25 +132,27 @@ impl Rank {
             }
             out.clear();
             match progress {
-                Progress::Done { epoch } => {
+                Advance::Done { epoch } => {
                     self.barrier_done(epoch);
                     return Ok(());
                 }
-                Progress::Idle => return Ok(()),
-                Progress::Waiting(missing) => {
+                Advance::Idle => return Ok(()),
+                Advance::Waiting => {
                     if tokio::time::timeout_at(deadline, woken).await.is_err() {
                         // One last look: the message may have raced the deadline.
-                        let last = lock().progress(&mut out);
-                        if let Progress::Waiting(missing) = last {
+                        let (last, missing) = {
+                            let mut b = lock();
+                            (b.advance(&mut out), b.missing())
+                        };
+                        if let (Advance::Waiting, Some(missing)) = (last, missing) {
                             return Err(self.barrier_timeout(missing, timeout).await);
                         }
-                        if let Progress::Done { epoch } = last {
+                        if let Advance::Done { epoch } = last {
                             self.barrier_done(epoch);
                         }
                         debug_assert!(out.is_empty(), "the last round sends nothing");
                         return Ok(());
                     }
-                    drop(missing);
                 }
             }
         }

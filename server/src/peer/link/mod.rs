@@ -381,6 +381,16 @@ impl Link {
         self.ops().next_id()
     }
 
+    /// Whether nothing is queued or outstanding: a quiet has nothing to
+    /// wait for here.
+    pub fn is_idle(&self) -> bool {
+        if !self.outbox.locked().buf.is_empty() {
+            return false;
+        }
+        let ops = self.ops();
+        ops.done_before(ops.next_id())
+    }
+
     /// Waits until every op below `ticket` has completed, or `deadline`.
     /// Returns whether they all completed.
     pub async fn wait_done_before(&self, ticket: u64, deadline: Instant) -> bool {

@@ -14,7 +14,9 @@ use pld_proto::frame::encode_put_head;
 use pld_proto::lock::Locked;
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{Header, PeerPut, header::Body};
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 impl Link {
@@ -216,9 +218,17 @@ impl WriterGuard<'_> {
             return Err(link.lost_or_reset());
         };
         let timeout = link.state.config.op_timeout;
-        let written = match tokio::time::timeout(timeout, write_after(writer, queued, payload))
-            .await
-        {
+        // Most writes go straight into the socket's buffer: only one that
+        // has to wait reads the clock and arms the timer.
+        let waited = {
+            let mut write = std::pin::pin!(write_after(writer, queued, payload));
+            let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(w) => Ok(w),
+                Poll::Pending => tokio::time::timeout(timeout, write).await,
+            }
+        };
+        let written = match waited {
             Ok(w) => w,
             Err(_) => {
                 self.writer.take();
