@@ -14,7 +14,7 @@
 
 use super::fast::{decode_flat, put_varint};
 use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 
 /// A put's field number in `Header`, and its length-delimited tag.
 const PUT_FIELD: u64 = 3;
@@ -42,29 +42,34 @@ pub struct PutFrame {
 /// `offset` of `window` — the bytes `encode_head` writes for
 /// `Header { id, body: Put { window, offset, region: None }, checked: None }`.
 pub fn encode_put_head(id: u64, window: u32, offset: u64, payload_len: usize, dst: &mut BytesMut) {
-    let mut body = [0u8; MAX_LEN];
-    let mut len = 0;
+    // Prefix, header and body are written into one stack buffer and leave
+    // in one copy. The body (two varint fields, at most 22 bytes) always
+    // has a one-byte length, so its length byte is written after it.
+    let mut frame = [0u8; PREFIX_LEN + MAX_LEN];
+    let mut at = PREFIX_LEN;
+    if id != 0 {
+        put_varint(&mut frame, &mut at, 1 << 3);
+        put_varint(&mut frame, &mut at, id);
+    }
+    put_varint(&mut frame, &mut at, PUT_TAG);
+    let len_at = at;
+    at += 1;
     if window != 0 {
-        put_varint(&mut body, &mut len, 1 << 3);
-        put_varint(&mut body, &mut len, u64::from(window));
+        put_varint(&mut frame, &mut at, 1 << 3);
+        put_varint(&mut frame, &mut at, u64::from(window));
     }
     if offset != 0 {
-        put_varint(&mut body, &mut len, 2 << 3);
-        put_varint(&mut body, &mut len, offset);
+        put_varint(&mut frame, &mut at, 2 << 3);
+        put_varint(&mut frame, &mut at, offset);
     }
-    let mut head = [0u8; MAX_LEN];
-    let mut at = 0;
-    if id != 0 {
-        put_varint(&mut head, &mut at, 1 << 3);
-        put_varint(&mut head, &mut at, id);
-    }
-    put_varint(&mut head, &mut at, PUT_TAG);
-    put_varint(&mut head, &mut at, len as u64);
-    dst.reserve(PREFIX_LEN + at + len);
-    dst.put_u32_le((at + len) as u32);
-    dst.put_u32_le(u32::try_from(payload_len).unwrap_or(u32::MAX));
-    dst.extend_from_slice(&head[..at]);
-    dst.extend_from_slice(&body[..len]);
+    let body_len = at - len_at - 1;
+    debug_assert!(body_len < 0x80, "a one-byte varint");
+    frame[len_at] = body_len as u8;
+    let header_len = (at - PREFIX_LEN) as u32;
+    let payload_len = u32::try_from(payload_len).unwrap_or(u32::MAX);
+    frame[..4].copy_from_slice(&header_len.to_le_bytes());
+    frame[4..8].copy_from_slice(&payload_len.to_le_bytes());
+    dst.extend_from_slice(&frame[..at]);
 }
 
 /// `(id, window, offset)` if `bytes` are a put header in the shape
