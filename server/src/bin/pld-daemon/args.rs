@@ -67,7 +67,9 @@ pub struct RunArgs {
     #[arg(long, env = "PLD_SYNC_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     sync_timeout: Duration,
     /// How the rank waits for the network: sleep (kind to shared hosts) or
-    /// spin (busy-poll while there is traffic; lowest latency, one core busy).
+    /// spin (busy-poll while there is traffic; lowest latency, one core busy;
+    /// where --peers puts more ranks on this host than it has cores, a
+    /// spinning rank sleeps after a few empty polls).
     #[arg(long, env = "PLD_PROGRESS", default_value = "sleep")]
     pub progress: Progress,
     /// With --progress spin: back off to sleeping after this long without
