@@ -71,6 +71,18 @@ impl Progress {
         }
     }
 
+    /// This mode with the spin idle time `idle` (sleep stays sleep): what
+    /// `--spin-idle` makes of `--progress`.
+    pub fn with_spin_idle(self, idle: Duration) -> Progress {
+        match self {
+            Progress::Spin { oversubscribed, .. } => Progress::Spin {
+                idle,
+                oversubscribed,
+            },
+            Progress::Sleep => Progress::Sleep,
+        }
+    }
+
     /// Whether this is spinning on an oversubscribed host.
     pub fn oversubscribed(&self) -> bool {
         matches!(
@@ -472,5 +484,10 @@ mod tests {
         // Set by hand, it stays; sleep stays sleep.
         assert!(spin.on_host(3, 2).on_host(1, 16).oversubscribed());
         assert_eq!(Progress::Sleep.on_host(64, 2), Progress::Sleep);
+        // --spin-idle changes the idle time only.
+        let idle = Duration::from_millis(9);
+        assert_eq!(spin.with_spin_idle(idle), Progress::spin(idle));
+        assert!(spin.on_host(3, 2).with_spin_idle(idle).oversubscribed());
+        assert_eq!(Progress::Sleep.with_spin_idle(idle), Progress::Sleep);
     }
 }

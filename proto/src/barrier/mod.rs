@@ -309,10 +309,7 @@ impl Barrier {
         match self.advance(out) {
             Advance::Idle => Progress::Idle,
             Advance::Done { epoch } => Progress::Done { epoch },
-            Advance::Waiting => match self.missing() {
-                Some(m) => Progress::Waiting(m),
-                None => Progress::Idle,
-            },
+            Advance::Waiting => self.missing().map_or(Progress::Idle, Progress::Waiting),
         }
     }
 

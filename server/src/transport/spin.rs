@@ -67,13 +67,11 @@ pub struct SpinTcp {
 }
 
 thread_local! {
-    /// Empty polls in a row on this thread, over all its spinning sockets:
-    /// the thread gives the CPU away once per round of them, not once per
-    /// socket.
+    /// Empty polls in a row on this thread, over all its spinning sockets,
+    /// since bytes last moved on any of them: the thread gives the CPU away
+    /// once per round of them, not once per socket, and, oversubscribed,
+    /// parks after [`PARK_AFTER`].
     static THREAD_MISSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    /// Empty polls on this thread since bytes last moved on any of its
-    /// sockets (not reset by a yield).
-    static THREAD_DRY: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// Empty polls in a row after which each further one gives the CPU away
@@ -117,7 +115,6 @@ impl SpinTcp {
         self.misses.store(0, Ordering::Relaxed);
         self.last_active.store(0, Ordering::Relaxed);
         THREAD_MISSES.with(|m| m.set(0));
-        THREAD_DRY.with(|m| m.set(0));
     }
 
     /// Whether the read side should spin: a link turns it on while replies
@@ -143,22 +140,17 @@ impl SpinTcp {
     /// Whether to keep spinning after an empty poll: yes while there was
     /// traffic within the idle time.
     fn spinning(&self) -> bool {
-        let dry = THREAD_DRY.with(|m| {
+        let thread_misses = THREAD_MISSES.with(|m| {
             m.set(m.get().saturating_add(1));
             m.get()
         });
-        if dry > self.park_after {
+        if thread_misses > self.park_after {
             return false;
         }
-        let misses = self.misses.fetch_add(1, Ordering::Relaxed);
-        let thread_misses = THREAD_MISSES.with(|m| {
-            m.set(m.get() + 1);
-            m.get()
-        });
-        if thread_misses > YIELD_AFTER {
-            THREAD_MISSES.with(|m| m.set(0));
+        if thread_misses % (YIELD_AFTER + 1) == 0 {
             std::thread::yield_now();
         }
+        let misses = self.misses.fetch_add(1, Ordering::Relaxed);
         if misses % CLOCK_EVERY != 0 {
             return true;
         }

@@ -130,10 +130,7 @@ struct Cli {
 
 impl Cli {
     fn progress(&self) -> Progress {
-        match self.progress {
-            Progress::Spin { .. } => Progress::spin(self.spin_idle),
-            Progress::Sleep => Progress::Sleep,
-        }
+        self.progress.with_spin_idle(self.spin_idle)
     }
     fn wants(&self, b: &str) -> bool {
         self.benches

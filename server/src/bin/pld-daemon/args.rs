@@ -225,10 +225,7 @@ impl RunArgs {
         c.connect_timeout = self.connect_timeout;
         c.op_timeout = self.op_timeout;
         c.sync_timeout = self.sync_timeout;
-        c.progress = match self.progress {
-            Progress::Spin { .. } => Progress::spin(self.spin_idle),
-            Progress::Sleep => Progress::Sleep,
-        };
+        c.progress = self.progress.with_spin_idle(self.spin_idle);
         c.checked = self.checked;
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
         c.security = match (self.tls_dir, self.insecure) {

@@ -384,11 +384,7 @@ impl Link {
     /// Whether nothing is queued or outstanding: a quiet has nothing to
     /// wait for here.
     pub fn is_idle(&self) -> bool {
-        if !self.outbox.locked().buf.is_empty() {
-            return false;
-        }
-        let ops = self.ops();
-        ops.done_before(ops.next_id())
+        self.outbox.locked().buf.is_empty() && self.ops().outstanding() == 0
     }
 
     /// Waits until every op below `ticket` has completed, or `deadline`.
