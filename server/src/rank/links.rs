@@ -7,7 +7,7 @@
 //! its new link or is dialing it; ops to the rank wait for that (up to the
 //! op timeout) instead of failing on the dead link.
 
-use crate::peer::link::{self, Link};
+use crate::peer::link::Link;
 use crate::peer::{RankState, handshake};
 use crate::transport::Endpoint;
 use pld_proto::lock::{Locked, RwLocked};
@@ -117,8 +117,7 @@ fn swap(
 ) {
     let (peer, epoch) = (est.peer.rank, est.peer.epoch);
     let (link, reader) = Link::new(state.clone(), est);
-    readers.spawn(link::run_reader(link.clone(), reader));
-    readers.spawn(link::sweep(link.clone()));
+    link.spawn_tasks(reader, readers);
     let what = match links.replace(link) {
         Some(old) if old.epoch != epoch => {
             old.fail(format!("rank {peer} restarted (now epoch {epoch})"));

@@ -170,8 +170,7 @@ impl Rank {
                 }
             };
             let (link, reader) = Link::new(state.clone(), est);
-            readers.spawn(link::run_reader(link.clone(), reader));
-            readers.spawn(link::sweep(link.clone()));
+            link.spawn_tasks(reader, &mut readers);
             let p = link.peer as usize;
             links[p] = Some(link);
         }

@@ -24,6 +24,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use waiter::Table;
 pub(crate) use waiter::{Pending, Waiter};
@@ -52,8 +53,9 @@ pub(crate) struct Link {
     pub(super) writer: tokio::sync::Mutex<Option<PeerWriter>>,
     /// Small request frames waiting for the scheduled flush.
     pub(super) outbox: Mutex<Outbox>,
-    /// Where the flushes run.
-    pub(super) runtime: tokio::runtime::Handle,
+    /// Wakes the link's flusher task ([`flusher`]) when a flush is
+    /// scheduled, and when the link is lost (the flusher then ends).
+    pub(super) flush_wake: Notify,
     ops: Mutex<Table>,
     lost: OnceLock<String>,
     /// Tasks in `quiet` waiting on this link; completions wake them only
@@ -79,7 +81,7 @@ impl Link {
             epoch: est.peer.epoch,
             writer: tokio::sync::Mutex::new(Some(est.writer)),
             outbox: Mutex::new(Outbox::default()),
-            runtime: tokio::runtime::Handle::current(),
+            flush_wake: Notify::new(),
             ops: Mutex::new(Table::default()),
             lost: OnceLock::new(),
             quiet_waiters: AtomicUsize::new(0),
@@ -89,6 +91,15 @@ impl Link {
             state,
         };
         (Arc::new(link), est.reader)
+    }
+
+    /// Starts the link's tasks on the current runtime: the reader of
+    /// replies, the sweeper of expired ops and the flusher of the outbox.
+    /// Each ends once the link is lost.
+    pub(crate) fn spawn_tasks(self: &Arc<Self>, reader: FrameReader, tasks: &mut JoinSet<()>) {
+        tasks.spawn(run_reader(self.clone(), reader));
+        tasks.spawn(sweep(self.clone()));
+        tasks.spawn(send::flusher(self.clone()));
     }
 
     /// Lets the reader spin exactly while ops await replies (call with the
@@ -342,6 +353,9 @@ impl Link {
             ops.hand(op.id, op.waiter, lost);
         }
         drop(ops);
+        // The flusher ends (what is still queued fails with the link, or
+        // `close` writes it).
+        self.flush_wake.notify_one();
         if broken && let Some(q) = &self.quic {
             q.close(0u32.into(), b"link lost");
         }
@@ -448,7 +462,7 @@ impl Drop for Decrement<'_> {
 
 /// Fails the ops of `link` that have waited longer than the op timeout,
 /// every tenth of it, so that no op needs a timer of its own.
-pub(crate) async fn sweep(link: Arc<Link>) {
+async fn sweep(link: Arc<Link>) {
     let timeout = link.state.config.op_timeout;
     let tick = (timeout / 10).max(std::time::Duration::from_millis(10));
     loop {
