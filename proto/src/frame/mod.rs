@@ -5,11 +5,13 @@
 //! window without being decoded. [`Decoder`] is a pure state machine over a
 //! byte buffer: feed it what the socket gave, take whole frames out.
 
+mod ack;
 mod fast;
 mod put;
 #[cfg(test)]
 mod test_rng;
 
+pub use ack::{AckFrame, encode_ack_head};
 pub use put::{PutFrame, encode_put_head};
 
 use crate::v1::{ErrorCode, ErrorReply, Header, header::Body};

@@ -12,7 +12,7 @@ use super::RankState;
 use bytes::BytesMut;
 use pld_proto::MsgKind;
 use pld_proto::frame::{self, error_header};
-use pld_proto::v1::{Ack, CheckedStamp, ErrorCode, Header, header::Body};
+use pld_proto::v1::{CheckedStamp, ErrorCode, Header, header::Body};
 
 /// Replies not yet written.
 #[derive(Debug, Default)]
@@ -72,12 +72,7 @@ impl Replies {
             return;
         };
         let first = if run.first == run.last { 0 } else { run.first };
-        let header = Header {
-            id: run.last,
-            body: Some(Body::Ack(Ack { first })),
-            checked: None,
-        };
-        frame::encode_head(&header, 0, &mut self.buf);
+        frame::encode_ack_head(run.last, first, &mut self.buf);
     }
 
     /// Acknowledges request `id`: extends the run if `id` follows it,

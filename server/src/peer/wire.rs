@@ -5,7 +5,7 @@
 use crate::transport::{PeerReader, PeerWriter};
 use bytes::{Buf, BytesMut};
 use pld_proto::Frame;
-use pld_proto::frame::{self, Decoder, FrameError, PutFrame};
+use pld_proto::frame::{self, AckFrame, Decoder, FrameError, PutFrame};
 use pld_proto::v1::Header;
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -71,6 +71,21 @@ impl FrameReader {
             return None;
         }
         self.decoder.peek_put(&self.buf)
+    }
+
+    /// The frame at the front if it is an ack without a payload, whole in
+    /// the buffer (see [`Decoder::peek_ack`]); take it with
+    /// [`FrameReader::consume_ack`].
+    pub fn peek_ack(&self) -> Option<AckFrame> {
+        if self.owed != 0 {
+            return None;
+        }
+        self.decoder.peek_ack(&self.buf)
+    }
+
+    /// Takes the ack `a` that [`FrameReader::peek_ack`] found off the stream.
+    pub fn consume_ack(&mut self, a: AckFrame) {
+        self.buf.advance(a.len);
     }
 
     /// The payload of the put `p` that [`FrameReader::peek_put`] found.

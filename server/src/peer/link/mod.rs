@@ -253,10 +253,12 @@ impl Link {
         // Ops queued together share their issue time: their latencies are
         // counted as one run, not one by one.
         let mut run = crate::stats::CompletedRun::default();
+        let mut completed = false;
         for id in first.max(span.start)..=last.min(span.end.saturating_sub(1)) {
             let Some(op) = ops.complete(id) else {
                 continue;
             };
+            completed = true;
             if !op.kind.answered_by_ack() {
                 // Not answered by an ack: fails, naming itself.
                 let ack = Some(Body::Ack(Default::default()));
@@ -270,6 +272,14 @@ impl Link {
         run.flush(&self.state.stats, now);
         self.spin_for_replies(&ops);
         drop(ops);
+        if !completed {
+            tracing::debug!(
+                peer = self.peer,
+                first,
+                last,
+                "ack of no outstanding op (timed out or stale)"
+            );
+        }
         self.wake_quiet();
     }
 
@@ -495,8 +505,18 @@ async fn sweep(link: Arc<Link>) {
 }
 
 /// Reads replies until the connection ends, then fails the link.
-pub(crate) async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
+async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
     let reason = loop {
+        // An ack (the reply to most small ops) is taken straight from its
+        // fields; everything else takes the general path.
+        if let Some(a) = reader.peek_ack() {
+            reader.consume_ack(a);
+            link.state.activity.touch();
+            link.state.stats.received(MsgKind::Ack, a.len);
+            let first = if a.first == 0 { a.id } else { a.first };
+            link.deliver_acks(first, a.id);
+            continue;
+        }
         let (header, len) = match reader.try_head() {
             Ok(Some(head)) => head,
             Ok(None) => match reader.fill().await {

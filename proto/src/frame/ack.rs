@@ -1,0 +1,92 @@
+//! The acknowledgement's own frame path: written and read without a
+//! [`Header`], as a plain put is (see `put`).
+//!
+//! Every put, atomic add and notify is answered by an ack, alone or in a
+//! cumulative run. Building a `Header` for each, moving it through the
+//! generic decoder and matching its body cost a lone put's origin ~500
+//! instructions (callgrind), a fifth of its reader's work. So an ack
+//! without a checked-mode stamp or a payload is encoded straight from its
+//! two fields, and a frame that is such an ack, whole in the buffer, is
+//! read straight into them. The bytes are exactly those of
+//! [`super::encode_head`] (so of prost); anything else is left to the
+//! generic [`super::Decoder`], which decodes it or names the error.
+
+use super::fast::{decode_flat, put_varint};
+use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
+use bytes::BytesMut;
+
+/// An ack's field number in `Header`, and its length-delimited tag.
+const ACK_FIELD: u64 = 16;
+const ACK_TAG: u64 = (ACK_FIELD << 3) | 2;
+
+/// The longest ack header: id, body tag and length, one field.
+const MAX_LEN: usize = 11 + 2 + 1 + 11;
+
+/// An ack frame, whole in the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckFrame {
+    /// The last request it acknowledges.
+    pub id: u64,
+    /// The first, for a cumulative ack; 0 for an ack of `id` alone.
+    pub first: u64,
+    /// The frame's length: the prefix and the header (it has no payload).
+    pub len: usize,
+}
+
+/// Appends the frame of `Ack { first }` under `id` — the bytes
+/// `encode_head` writes for `Header { id, body: Ack { first }, checked:
+/// None }` with no payload.
+pub fn encode_ack_head(id: u64, first: u64, dst: &mut BytesMut) {
+    let mut frame = [0u8; PREFIX_LEN + MAX_LEN];
+    let mut at = PREFIX_LEN;
+    if id != 0 {
+        put_varint(&mut frame, &mut at, 1 << 3);
+        put_varint(&mut frame, &mut at, id);
+    }
+    put_varint(&mut frame, &mut at, ACK_TAG);
+    // The body (one varint field, at most 11 bytes) has a one-byte length.
+    let len_at = at;
+    at += 1;
+    if first != 0 {
+        put_varint(&mut frame, &mut at, 1 << 3);
+        put_varint(&mut frame, &mut at, first);
+    }
+    frame[len_at] = (at - len_at - 1) as u8;
+    let header_len = (at - PREFIX_LEN) as u32;
+    frame[..4].copy_from_slice(&header_len.to_le_bytes());
+    // frame[4..8] stays 0: no payload.
+    dst.extend_from_slice(&frame[..at]);
+}
+
+/// `(id, first)` if `bytes` are an ack header in the shape
+/// [`encode_ack_head`] writes — exactly when `fast::decode` reads them as
+/// an ack; `None` otherwise.
+fn decode_ack(bytes: &[u8]) -> Option<(u64, u64)> {
+    match decode_flat(bytes, Some(ACK_FIELD))? {
+        (id, ACK_FIELD, v, last) if last <= 1 => Some((id, v[0])),
+        _ => None,
+    }
+}
+
+impl Decoder {
+    /// The frame at the front of `buf` if it is an ack without a payload,
+    /// whole in the buffer and within the limits; nothing is taken off.
+    /// `None` for anything else, which [`Decoder::decode_head`] then
+    /// decodes (or rejects, naming why).
+    pub fn peek_ack(&self, buf: &[u8]) -> Option<AckFrame> {
+        if self.preamble_left > 0 || buf.len() < PREFIX_LEN {
+            return None;
+        }
+        let header_len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        let payload_len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
+        if header_len > MAX_HEADER_LEN || payload_len != 0 {
+            return None;
+        }
+        let len = PREFIX_LEN + header_len;
+        let (id, first) = decode_ack(buf.get(PREFIX_LEN..len)?)?;
+        Some(AckFrame { id, first, len })
+    }
+}
+
+#[cfg(test)]
+mod tests;
