@@ -139,6 +139,57 @@ impl<T> PeerOps<T> {
         })
     }
 
+    /// Completes every outstanding op with an id in `first..=last`, oldest
+    /// first, handing each to `each`; returns how many. Ids the table does
+    /// not hold are skipped, so a forged range costs nothing. A cumulative
+    /// acknowledgement usually starts at the oldest outstanding op: that
+    /// run is popped off the front, one slot at a time, without the
+    /// per-id lookup of [`PeerOps::complete`].
+    pub fn complete_range(
+        &mut self,
+        first: u64,
+        last: u64,
+        mut each: impl FnMut(Outstanding<T>),
+    ) -> usize {
+        let end = last.min(self.next_id().saturating_sub(1));
+        if first > end {
+            return 0;
+        }
+        let mut n = 0;
+        if first <= self.base {
+            // The run starts at the front: everything up to `end` goes.
+            while self.base <= end {
+                let Some(slot) = self.slots.pop_front() else {
+                    break;
+                };
+                let id = self.base;
+                self.base += 1;
+                if let Some(e) = slot {
+                    self.live -= 1;
+                    n += 1;
+                    each(Outstanding {
+                        id,
+                        kind: e.kind,
+                        issued_at: e.issued_at,
+                        waiter: e.waiter,
+                    });
+                }
+            }
+            while matches!(self.slots.front(), Some(None)) {
+                self.slots.pop_front();
+                self.base += 1;
+            }
+            return n;
+        }
+        for id in first..=end {
+            if let Some(op) = self.complete(id) {
+                n += 1;
+                each(op);
+            }
+        }
+        n
+    }
+
     /// What waits for `id`, if it is outstanding.
     pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         let idx = usize::try_from(id.checked_sub(self.base)?).ok()?;
@@ -222,6 +273,71 @@ impl<T> PeerOps<T> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// The ids `complete_range` hands over, and the table's state after.
+    fn run(ops: &mut PeerOps<u64>, first: u64, last: u64) -> Vec<u64> {
+        let mut got = Vec::new();
+        let n = ops.complete_range(first, last, |op| {
+            assert_eq!(op.waiter, op.id, "each op keeps its own waiter");
+            got.push(op.id);
+        });
+        assert_eq!(n, got.len());
+        got
+    }
+
+    #[test]
+    fn a_range_completes_exactly_its_outstanding_ids_whatever_was_done_before() {
+        let t = Instant::now();
+        // Every pattern of earlier completions over 8 ops, and every range.
+        for done in 0u32..256 {
+            for first in 0..=10 {
+                for last in 0..=10 {
+                    let mut ops = PeerOps::new();
+                    for i in 1..=8u64 {
+                        assert_eq!(ops.issue(OpKind::Put, t, i), i);
+                    }
+                    for i in 1..=8u64 {
+                        if done & (1 << (i - 1)) != 0 {
+                            ops.complete(i).unwrap();
+                        }
+                    }
+                    let outstanding = |i: u64| done & (1 << (i - 1)) == 0;
+                    let want: Vec<u64> = (first.max(1)..=last.min(8))
+                        .filter(|&i| outstanding(i))
+                        .collect();
+                    assert_eq!(
+                        run(&mut ops, first, last),
+                        want,
+                        "done {done:08b}, {first}..={last}"
+                    );
+                    // The same table as completing them one by one.
+                    let left: Vec<u64> = (1..=8)
+                        .filter(|&i| outstanding(i) && !want.contains(&i))
+                        .collect();
+                    assert_eq!(ops.outstanding(), left.len());
+                    for i in 1..=8 {
+                        assert_eq!(ops.get_mut(i).is_some(), left.contains(&i), "op {i}");
+                    }
+                    assert_eq!(ops.done_before(9), left.is_empty());
+                    assert_eq!(ops.next_id(), 9, "ids are never reused");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_forged_range_completes_nothing_and_costs_nothing() {
+        let t = Instant::now();
+        let mut ops = PeerOps::new();
+        for i in 1..=3u64 {
+            ops.issue(OpKind::Put, t, i);
+        }
+        assert!(run(&mut ops, 4, u64::MAX).is_empty());
+        assert!(run(&mut ops, 3, 2).is_empty());
+        assert_eq!(run(&mut ops, 0, u64::MAX), vec![1, 2, 3]);
+        assert!(run(&mut ops, 0, u64::MAX).is_empty());
+        assert_eq!(ops.outstanding(), 0);
+    }
 
     #[test]
     fn ids_start_at_one_and_complete_out_of_order() {

@@ -248,27 +248,25 @@ impl Link {
         // its waiter).
         let now = std::time::Instant::now();
         let mut ops = self.ops();
-        // Only ids the table may hold: a forged range costs nothing.
-        let span = ops.span();
         // Ops queued together share their issue time: their latencies are
         // counted as one run, not one by one.
         let mut run = crate::stats::CompletedRun::default();
-        let mut completed = false;
-        for id in first.max(span.start)..=last.min(span.end.saturating_sub(1)) {
-            let Some(op) = ops.complete(id) else {
-                continue;
-            };
-            completed = true;
-            if !op.kind.answered_by_ack() {
+        let stats = &self.state.stats;
+        let completed = ops.complete_acked(first, last, |op| {
+            let reply = match op.kind.answered_by_ack() {
+                true => Ok(Reply::Ack),
                 // Not answered by an ack: fails, naming itself.
-                let ack = Some(Body::Ack(Default::default()));
-                let reply = self.reply(op.kind, op.id, ack, Bytes::new());
-                self.finish(&mut ops, op, reply, now);
-                continue;
+                false => {
+                    let ack = Some(Body::Ack(Default::default()));
+                    self.reply(op.kind, op.id, ack, Bytes::new())
+                }
+            };
+            match &reply {
+                Ok(_) => run.add(stats, op.kind, op.issued_at, now),
+                Err(_) => stats.failed(op.kind),
             }
-            run.add(&self.state.stats, op.kind, op.issued_at, now);
-            ops.hand(op.id, op.waiter, Ok(Reply::Ack));
-        }
+            reply
+        }) > 0;
         run.flush(&self.state.stats, now);
         self.spin_for_replies(&ops);
         drop(ops);

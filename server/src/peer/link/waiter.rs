@@ -12,7 +12,7 @@
 use super::{Link, Reply};
 use crate::error::Result;
 use bytes::BytesMut;
-use pld_proto::track::PeerOps;
+use pld_proto::track::{Outstanding, PeerOps};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::{Deref, DerefMut};
@@ -44,8 +44,11 @@ impl Waiter {
 #[derive(Debug, Default)]
 pub(crate) struct Table {
     ops: PeerOps<Waiter>,
-    done: HashMap<u64, Result<Reply>, BuildHasherDefault<IdHasher>>,
+    done: Done,
 }
+
+/// The replies that completed ops' handles have yet to take.
+type Done = HashMap<u64, Result<Reply>, BuildHasherDefault<IdHasher>>;
 
 /// Hashes an op id with one multiplication. The ids in `done` are this
 /// link's own (a reply's id enters only once it completed an outstanding
@@ -88,12 +91,23 @@ impl DerefMut for Table {
 impl Table {
     /// Hands a completed op's reply to its handle, if it still has one.
     pub(crate) fn hand(&mut self, id: u64, waiter: Waiter, reply: Result<Reply>) {
-        if let Waiter::Live { waker, .. } = waiter {
-            self.done.insert(id, reply);
-            if let Some(w) = waker {
-                w.wake();
-            }
-        }
+        hand(&mut self.done, id, waiter, reply);
+    }
+
+    /// Completes the outstanding ops `first..=last` (a cumulative
+    /// acknowledgement) and hands each the reply `reply` makes for it;
+    /// returns how many completed.
+    pub(crate) fn complete_acked(
+        &mut self,
+        first: u64,
+        last: u64,
+        mut reply: impl FnMut(&Outstanding<Waiter>) -> Result<Reply>,
+    ) -> usize {
+        let done = &mut self.done;
+        self.ops.complete_range(first, last, |op| {
+            let r = reply(&op);
+            hand(done, op.id, op.waiter, r);
+        })
     }
 
     /// The sink of op `id` if it is a get waiting with a buffer of exactly
@@ -104,6 +118,15 @@ impl Table {
                 sink.take()
             }
             _ => None,
+        }
+    }
+}
+
+fn hand(done: &mut Done, id: u64, waiter: Waiter, reply: Result<Reply>) {
+    if let Waiter::Live { waker, .. } = waiter {
+        done.insert(id, reply);
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }
