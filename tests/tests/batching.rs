@@ -248,3 +248,77 @@ fn a_cumulative_ack_of_a_huge_range_costs_only_the_outstanding_ops() {
         c.wait().await.unwrap();
     });
 }
+
+both!(
+    each_op_of_a_batch_is_counted_once_as_issued_sent_received_and_served,
+    60,
+    |t: TransportKind| async move {
+        let c = Cluster::start(t, 2, &[]).await;
+        let (r, data) = (c.rank(0), c.window("data"));
+        let (origin, target) = (r.stats(), c.rank(1).stats());
+        // Runs of puts broken by gets: the outbox and the target tally
+        // counts per run, and every run must be added.
+        let (puts, every) = (40u64, 8u64);
+        let mut gets = Vec::new();
+        for i in 0..puts {
+            drop(r.put_nb(1, data, 8 * i, &i.to_le_bytes()).await.unwrap());
+            if i % every == every - 1 {
+                gets.push(r.get_nb(1, data, 8 * i, 8).await.unwrap());
+            }
+        }
+        r.quiet().await.unwrap();
+        for (k, g) in gets.into_iter().enumerate() {
+            let i = every * k as u64 + every - 1;
+            assert_eq!(&g.wait().await.unwrap()[..], &i.to_le_bytes());
+        }
+        let gets = puts / every;
+        let (o, tg) = (r.stats(), c.rank(1).stats());
+        let d = |now: u64, before: u64| now - before;
+        assert_eq!(
+            d(o.ops_issued(OpKind::Put), origin.ops_issued(OpKind::Put)),
+            puts
+        );
+        assert_eq!(
+            d(o.msgs_sent(MsgKind::Put), origin.msgs_sent(MsgKind::Put)),
+            puts
+        );
+        assert_eq!(
+            d(o.ops_issued(OpKind::Get), origin.ops_issued(OpKind::Get)),
+            gets
+        );
+        assert_eq!(
+            d(o.msgs_sent(MsgKind::Get), origin.msgs_sent(MsgKind::Get)),
+            gets
+        );
+        assert!(
+            d(o.bytes_sent, origin.bytes_sent) >= puts * (frame::PREFIX_LEN as u64 + 8),
+            "every put's frame counts as sent bytes"
+        );
+        let received = |s: &pld_server::StatsSnapshot, k| s.msgs_received(k);
+        assert_eq!(
+            d(received(&tg, MsgKind::Put), received(&target, MsgKind::Put)),
+            puts
+        );
+        assert_eq!(
+            d(received(&tg, MsgKind::Get), received(&target, MsgKind::Get)),
+            gets
+        );
+        let served = |s: &pld_server::StatsSnapshot, k| s.requests_served(k);
+        assert_eq!(
+            d(served(&tg, OpKind::Put), served(&target, OpKind::Put)),
+            puts
+        );
+        assert_eq!(
+            d(served(&tg, OpKind::Get), served(&target, OpKind::Get)),
+            gets
+        );
+        assert_eq!(
+            d(
+                tg.requests_rejected(OpKind::Put),
+                target.requests_rejected(OpKind::Put)
+            ),
+            0
+        );
+        assert!(d(tg.bytes_received, target.bytes_received) >= puts * 8);
+    }
+);

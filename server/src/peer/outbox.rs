@@ -21,6 +21,8 @@
 //! queueing, scheduling, the flush task, the guard that fails a link whose
 //! write was cancelled half way — is `peer::link::send`.
 
+use super::RankState;
+use crate::stats::SentTally;
 use crate::transport::PeerWriter;
 use bytes::BytesMut;
 use std::time::Instant;
@@ -44,6 +46,8 @@ pub(crate) const WRITE_AT: usize = 64 * 1024;
 pub(crate) struct Outbox {
     pub(crate) buf: BytesMut,
     pub(crate) scheduled: bool,
+    /// The queued frames' counts, added to the rank's when they are taken.
+    pub(crate) tally: SentTally,
     /// The issue time of the frames queued since the outbox was last
     /// empty, and how many have shared it: ops queued together share their
     /// issue time (one look at the clock, not one per op), for at most
@@ -70,8 +74,13 @@ impl Outbox {
         }
     }
 
-    /// Takes every queued byte (the flush that calls this writes them).
-    pub(crate) fn take(&mut self) -> BytesMut {
+    /// Takes every queued byte (the flush that calls this writes them),
+    /// and counts their frames as sent.
+    pub(crate) fn take(&mut self, state: &RankState) -> BytesMut {
+        let frames = self.tally.flush(&state.stats);
+        if frames > 0 {
+            state.activity.touch_n(frames);
+        }
         self.buf.split()
     }
 }

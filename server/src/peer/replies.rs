@@ -9,6 +9,7 @@
 //! alone, naming itself, and the ops after it are acknowledged after it.
 
 use super::RankState;
+use crate::stats::ServedTally;
 use bytes::BytesMut;
 use pld_proto::MsgKind;
 use pld_proto::frame::{self, error_header};
@@ -21,6 +22,8 @@ pub(crate) struct Replies {
     /// The run of acknowledgements after `buf`'s frames, not yet encoded
     /// (it may still grow).
     run: Option<AckRun>,
+    /// The plain puts these replies answer, counted when they are written.
+    served: ServedTally,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +37,23 @@ impl Replies {
         Replies {
             buf: BytesMut::with_capacity(n),
             run: None,
+            served: ServedTally::default(),
+        }
+    }
+
+    /// Counts a plain put of `bytes` bytes (its frame) received and
+    /// applied; see [`Replies::count_served`].
+    pub fn served_put(&mut self, bytes: usize) {
+        self.served.put(bytes);
+    }
+
+    /// Adds the puts counted since the last call to the rank's counters
+    /// (call before writing the replies: an origin that sees its ack sees
+    /// its put counted).
+    pub fn count_served(&mut self, state: &RankState) {
+        let frames = self.served.flush(&state.stats);
+        if frames > 0 {
+            state.activity.touch_n(frames);
         }
     }
 

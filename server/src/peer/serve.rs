@@ -210,6 +210,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             break format!("write failed: {e}");
         }
     };
+    out.count_served(&state);
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
     // Let the last replies reach the peer before the connection goes.
     super::finish(&mut writer).await;
@@ -226,6 +227,7 @@ async fn write_rows(writer: &mut PeerWriter, w: &Window, rows: Rows) -> std::io:
 }
 
 async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut Replies) -> std::io::Result<()> {
+    out.count_served(state);
     w.write_all(out.bytes()).await?;
     w.flush().await?;
     state.stats.bytes_out(out.len());
@@ -324,10 +326,6 @@ fn serve_request(
 /// A plain put found whole in the buffer: what `serve_request` does with
 /// it, without building its `Header`.
 fn serve_put(state: &RankState, peer: &Hello, p: &PutFrame, payload: &[u8], out: &mut Replies) {
-    state.activity.touch();
-    state
-        .stats
-        .received(MsgKind::Put, frame::PREFIX_LEN + payload.len());
     let r = PeerPut {
         window: p.window,
         offset: p.offset,
@@ -335,10 +333,17 @@ fn serve_put(state: &RankState, peer: &Hello, p: &PutFrame, payload: &[u8], out:
     };
     let applied =
         put_rows(state, &r, payload.len()).and_then(|(w, rows)| w.write_rows(rows, payload));
-    state.stats.served(OpKind::Put, applied.is_ok());
+    let bytes = frame::PREFIX_LEN + payload.len();
     match applied {
-        Ok(()) => out.ack(state, p.id),
+        // Counted with the run it is answered in (`Replies::count_served`).
+        Ok(()) => {
+            out.served_put(bytes);
+            out.ack(state, p.id)
+        }
         Err(e) => {
+            state.activity.touch();
+            state.stats.received(MsgKind::Put, bytes);
+            state.stats.served(OpKind::Put, false);
             tracing::debug!(peer = peer.rank, op = "put", id = p.id, error = %e, "rejected a request");
             out.error(state, p.id, e.code(), e.to_string());
         }

@@ -64,8 +64,13 @@ pub(crate) struct Activity {
 impl Activity {
     /// Records a frame sent or received.
     pub fn touch(&self) {
+        self.touch_n(1);
+    }
+
+    /// Records `n` frames sent or received at once.
+    pub fn touch_n(&self, n: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        self.frames.fetch_add(1, Relaxed);
+        self.frames.fetch_add(n, Relaxed);
         if self.asleep.load(Relaxed) && self.asleep.swap(false, Relaxed) {
             self.woke.notify_one();
         }

@@ -143,8 +143,7 @@ impl Link {
     ) -> Result<Pending> {
         let waiter = Waiter::new(sink);
         let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(op, now, waiter);
-        let id = self.write(body, payload, issue).await?;
-        self.state.stats.issued(op);
+        let id = self.write(op, body, payload, issue).await?;
         Ok(Pending::new(self.clone(), id))
     }
 
@@ -168,8 +167,7 @@ impl Link {
         });
         let waiter = Waiter::new(None);
         let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, waiter);
-        let (id, full) = self.queue(body, payload, issue);
-        self.state.stats.issued(OpKind::Put);
+        let (id, full) = self.queue(OpKind::Put, body, payload, issue);
         Ok((Pending::new(self.clone(), id), full))
     }
 
@@ -362,7 +360,9 @@ impl Link {
         }
         drop(ops);
         // The flusher ends (what is still queued fails with the link, or
-        // `close` writes it).
+        // `close` writes it). Queued frames count as issued and sent, as
+        // they did before the outbox tallied them.
+        self.outbox.locked().tally.flush(&self.state.stats);
         self.flush_wake.notify_one();
         if broken && let Some(q) = &self.quic {
             q.close(0u32.into(), b"link lost");
@@ -383,7 +383,7 @@ impl Link {
     pub async fn close(&self) {
         self.lose("this rank shut down".into(), false);
         let mut writer = self.writer.lock().await;
-        let queued = self.outbox.locked().take();
+        let queued = self.outbox.locked().take(&self.state);
         if let Some(mut w) = writer.take() {
             if !queued.is_empty() {
                 let _ = outbox::write_after(&mut w, queued, &[]).await;

@@ -9,11 +9,11 @@ use crate::error::Result;
 use crate::peer::outbox::{COALESCE_MAX, WRITE_AT, write_after};
 use crate::transport::PeerWriter;
 use bytes::BytesMut;
-use pld_proto::MsgKind;
 use pld_proto::frame::encode_put_head;
 use pld_proto::lock::Locked;
 use pld_proto::track::PeerOps;
 use pld_proto::v1::{Header, PeerPut, header::Body};
+use pld_proto::{MsgKind, OpKind};
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
@@ -27,6 +27,7 @@ impl Link {
     /// nothing, and ids follow the order of the frames on the stream.
     pub(super) async fn write(
         self: &Arc<Self>,
+        op: OpKind,
         body: Body,
         payload: &[u8],
         id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
@@ -35,21 +36,25 @@ impl Link {
             return Err(e);
         }
         if payload.len() > COALESCE_MAX {
-            return self.write_now(body, payload, id).await;
+            let id = self.write_now(body, payload, id).await?;
+            self.state.stats.issued(op);
+            return Ok(id);
         }
-        let (id, full) = self.queue(body, payload, id);
+        let (id, full) = self.queue(op, body, payload, id);
         if full {
             self.flush().await;
         }
         Ok(id)
     }
 
-    /// Queues one small frame (its payload at most `COALESCE_MAX`) in the
-    /// outbox and schedules a flush: no write happens here. Returns its id
-    /// and whether the outbox is full enough that the caller should flush
-    /// it now.
+    /// Queues one small frame of an `op` (its payload at most
+    /// `COALESCE_MAX`) in the outbox and schedules a flush: no write
+    /// happens here. Returns its id and whether the outbox is full enough
+    /// that the caller should flush it now. The op counts as issued, and
+    /// its frame as sent, when the flush takes it.
     pub(super) fn queue(
         self: &Arc<Self>,
+        op: OpKind,
         body: Body,
         payload: &[u8],
         id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
@@ -77,7 +82,8 @@ impl Link {
             }
         };
         outbox.buf.extend_from_slice(payload);
-        self.sent(kind, outbox.buf.len() - before);
+        let bytes = outbox.buf.len() - before;
+        outbox.tally.add(&self.state.stats, op, kind, bytes);
         if !outbox.scheduled {
             outbox.scheduled = true;
             self.flush_wake.notify_one();
@@ -101,7 +107,7 @@ impl Link {
         let (mut out, header) = {
             let mut outbox = self.outbox.locked();
             (
-                outbox.take(),
+                outbox.take(&self.state),
                 self.header(body, |ops| id(ops, Instant::now())),
             )
         };
@@ -139,7 +145,7 @@ impl Link {
                 writer.disarm();
                 return false;
             }
-            outbox.take()
+            outbox.take(&self.state)
         };
         if writer.write_or_fail(queued, &[]).await.is_err() {
             // The link failed; later ops fail at once.
