@@ -6,7 +6,36 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::OpKind;
 
 /// Builds an op's result from its replies.
-pub(crate) type Finish<T> = fn(Vec<Reply>, Check) -> Result<T>;
+pub(crate) type Finish<T> = fn(Replies, Check) -> Result<T>;
+
+/// An op's replies, in order: most ops have one, which needs no list (a
+/// `Vec` per blocking op was an allocation on every round trip).
+#[derive(Debug)]
+pub(crate) enum Replies {
+    One(Reply),
+    Many(Vec<Reply>),
+}
+
+impl Replies {
+    fn as_slice(&self) -> &[Reply] {
+        match self {
+            Replies::One(r) => std::slice::from_ref(r),
+            Replies::Many(v) => v,
+        }
+    }
+}
+
+impl IntoIterator for Replies {
+    type Item = Reply;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Reply>, std::vec::IntoIter<Reply>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            Replies::One(r) => Some(r).into_iter().chain(Vec::new()),
+            Replies::Many(v) => None.into_iter().chain(v),
+        }
+    }
+}
 
 /// A non-blocking op in flight. [`OpHandle::wait`] resolves when the op's
 /// effect is applied at the target (or fails). Dropping the handle does not
@@ -58,13 +87,13 @@ impl<T> OpHandle<T> {
     pub async fn wait(self) -> Result<T> {
         match self.state {
             State::Ready(r) => r,
-            State::One(part, check, finish) => finish(vec![part.wait().await?], check),
+            State::One(part, check, finish) => finish(Replies::One(part.wait().await?), check),
             State::Remote(parts, check, finish) => {
                 let mut replies = Vec::with_capacity(parts.len());
                 for p in parts {
                     replies.push(p.wait().await?);
                 }
-                finish(replies, check)
+                finish(Replies::Many(replies), check)
             }
         }
     }
@@ -78,8 +107,8 @@ fn protocol(check: Check, what: String) -> Error {
 }
 
 /// Put, atomic_add and notify: every part acknowledged.
-pub(crate) fn acked(replies: Vec<Reply>, check: Check) -> Result<()> {
-    match replies.iter().all(|r| matches!(r, Reply::Ack)) {
+pub(crate) fn acked(replies: Replies, check: Check) -> Result<()> {
+    match replies.as_slice().iter().all(|r| matches!(r, Reply::Ack)) {
         true => Ok(()),
         false => Err(protocol(check, "got a reply that is not an ack".into())),
     }
@@ -87,7 +116,7 @@ pub(crate) fn acked(replies: Vec<Reply>, check: Check) -> Result<()> {
 
 /// The parts of a get, in order, as one buffer exactly as long as asked:
 /// parts read into slices of one buffer join up again without copying.
-fn join(replies: Vec<Reply>, check: Check) -> Result<BytesMut> {
+fn join(replies: Replies, check: Check) -> Result<BytesMut> {
     let mut all = BytesMut::new();
     for (i, r) in replies.into_iter().enumerate() {
         match r {
@@ -107,7 +136,7 @@ fn join(replies: Vec<Reply>, check: Check) -> Result<BytesMut> {
 }
 
 /// Get: the bytes.
-pub(crate) fn data(replies: Vec<Reply>, check: Check) -> Result<Bytes> {
+pub(crate) fn data(replies: Replies, check: Check) -> Result<Bytes> {
     match replies.as_slice() {
         // One part not read into a buffer of ours: its frame's bytes as they are.
         [Reply::Data(b)] if check.len.is_none_or(|l| l == b.len() as u64) => Ok(b.clone()),
@@ -116,14 +145,14 @@ pub(crate) fn data(replies: Vec<Reply>, check: Check) -> Result<Bytes> {
 }
 
 /// Get into a caller's buffer: the buffer, filled.
-pub(crate) fn filled(replies: Vec<Reply>, check: Check) -> Result<BytesMut> {
+pub(crate) fn filled(replies: Replies, check: Check) -> Result<BytesMut> {
     join(replies, check)
 }
 
 /// fetch_add and compare_swap: one previous value.
-pub(crate) fn value(mut replies: Vec<Reply>, check: Check) -> Result<i64> {
-    match (replies.pop(), replies.is_empty()) {
-        (Some(Reply::Value(v)), true) => Ok(v),
+pub(crate) fn value(replies: Replies, check: Check) -> Result<i64> {
+    match replies.as_slice() {
+        [Reply::Value(v)] => Ok(*v),
         _ => Err(protocol(check, "got no single value back".into())),
     }
 }

@@ -405,11 +405,7 @@ impl Rank {
     ) -> Result<OpHandle<T>> {
         let span = tracing::debug_span!("op", op = op.name(), peer = link.peer);
         let pending = link.send(op, body, &[]).instrument(span).await?;
-        Ok(OpHandle::remote(
-            vec![pending],
-            check(link.peer, op, None),
-            finish,
-        ))
+        Ok(OpHandle::one(pending, check(link.peer, op, None), finish))
     }
 
     /// Orders this rank's puts, atomics and notifies to `peer`: those issued
