@@ -42,7 +42,7 @@ pub const LATENCY_BUCKETS_US: [u64; 19] = [
 /// A latency histogram with fixed buckets, updated with relaxed atomics.
 #[derive(Debug, Default)]
 pub struct Histogram {
-    /// `buckets[i]` counts observations in (bound[i-1], bound[i]]; the last
+    /// `buckets[i]` counts observations in (`bound[i-1]`, `bound[i]`]; the last
     /// one those above every bound.
     buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
     sum_ns: AtomicU64,

@@ -4,8 +4,8 @@
 //! A small non-blocking op does not write its frame itself: it encodes the
 //! frame into the link's [`Outbox`] (taking its id under the same lock, so
 //! ids follow the order of the bytes on the stream) and, if no flush is
-//! scheduled, schedules one — a task that takes everything queued by the
-//! time it runs and writes it in one go. Nothing waits for company: there
+//! scheduled, schedules one — wakes the link's flusher task, which takes
+//! everything queued by the time it runs and writes it in one go. Nothing waits for company: there
 //! is no timer, the flush is scheduled at once, and what it sends is what
 //! was already queued. A program that issues 64 puts without yielding has
 //! all 64 in the outbox when the flush runs (one write, one cumulative
@@ -18,7 +18,7 @@
 //! op table.
 //!
 //! This module holds the outbox and the write itself; the link's side —
-//! queueing, scheduling, the flush task, the guard that fails a link whose
+//! queueing, scheduling, the flusher task, the guard that fails a link whose
 //! write was cancelled half way — is `peer::link::send`.
 
 use super::RankState;

@@ -3,8 +3,8 @@
 //! Waking a sleeping thread costs ~70 µs on our machines; a busy-polled
 //! loopback round trip costs ~8 µs. A [`SpinTcp`] socket therefore reads
 //! and writes with plain non-blocking syscalls, and when one would block it
-//! wakes its own task at once instead of waiting for epoll: the task is
-//! polled again right away and the thread never sleeps. Once the socket has
+//! asks to be polled again at once instead of waiting for epoll (see
+//! [`again`]): the thread never sleeps. Once the socket has
 //! been idle for the configured time it backs off — it waits for readiness
 //! through tokio's reactor like any socket — and spins again from the next
 //! byte on. All inside tokio: no extra thread.
@@ -109,7 +109,7 @@ const CLOCK_EVERY: u32 = 128;
 
 impl SpinTcp {
     /// Wraps a connected stream; it spins while it has moved bytes within
-    /// the last `idle` — oversubscribed, for [`PARK_AFTER`] empty polls.
+    /// the last `idle` — oversubscribed, for `PARK_AFTER` empty polls.
     pub fn new(stream: TcpStream, idle: Duration, oversubscribed: bool) -> io::Result<SpinTcp> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;

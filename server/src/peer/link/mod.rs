@@ -53,7 +53,7 @@ pub(crate) struct Link {
     pub(super) writer: tokio::sync::Mutex<Option<PeerWriter>>,
     /// Small request frames waiting for the scheduled flush.
     pub(super) outbox: Mutex<Outbox>,
-    /// Wakes the link's flusher task ([`flusher`]) when a flush is
+    /// Wakes the link's flusher task (`send::flusher`) when a flush is
     /// scheduled, and when the link is lost (the flusher then ends).
     pub(super) flush_wake: Notify,
     ops: Mutex<Table>,
