@@ -12,7 +12,7 @@
 //! generic [`super::Decoder`], which decodes it or names the error.
 
 use super::fast::{decode_flat, put_varint};
-use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
+use super::{Decoder, PREFIX_LEN};
 use bytes::BytesMut;
 
 /// An ack's field number in `Header`, and its length-delimited tag.
@@ -74,12 +74,8 @@ impl Decoder {
     /// `None` for anything else, which [`Decoder::decode_head`] then
     /// decodes (or rejects, naming why).
     pub fn peek_ack(&self, buf: &[u8]) -> Option<AckFrame> {
-        if self.preamble_left > 0 || buf.len() < PREFIX_LEN {
-            return None;
-        }
-        let header_len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        let payload_len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
-        if header_len > MAX_HEADER_LEN || payload_len != 0 {
+        let (header_len, payload_len) = self.peek_prefix(buf)?;
+        if payload_len != 0 {
             return None;
         }
         let len = PREFIX_LEN + header_len;

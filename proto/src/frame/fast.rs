@@ -299,6 +299,14 @@ pub(super) mod tests {
     use crate::v1::{CheckedStamp, Region};
     use prost::Message;
 
+    /// `h` framed by the generic encoder, then `payload`.
+    pub(crate) fn frame(h: &Header, payload: &[u8]) -> bytes::BytesMut {
+        let mut b = bytes::BytesMut::new();
+        crate::frame::encode_head(h, payload.len(), &mut b);
+        b.extend_from_slice(payload);
+        b
+    }
+
     pub(crate) fn random_header(r: &mut Rng) -> Header {
         let mut w = || r.value();
         let body = match w() % 12 {

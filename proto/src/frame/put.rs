@@ -85,17 +85,26 @@ fn decode_put(bytes: &[u8]) -> Option<(u64, u32, u64)> {
 }
 
 impl Decoder {
-    /// The frame at the front of `buf` if it is a plain put, whole in the
-    /// buffer and within the limits; nothing is taken off. `None` for
-    /// anything else, which [`Decoder::decode_head`] then decodes (or
-    /// rejects, naming why).
-    pub fn peek_put(&self, buf: &[u8]) -> Option<PutFrame> {
+    /// The length prefix at the front of `buf` — `(header_len,
+    /// payload_len)` — for the fast paths: `None` before the preamble is
+    /// through, with less than a prefix buffered, or with a header over
+    /// the limit (the generic decoder names that error).
+    pub(super) fn peek_prefix(&self, buf: &[u8]) -> Option<(usize, usize)> {
         if self.preamble_left > 0 || buf.len() < PREFIX_LEN {
             return None;
         }
         let header_len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
         let payload_len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
-        if header_len > MAX_HEADER_LEN || payload_len > self.max_payload {
+        (header_len <= MAX_HEADER_LEN).then_some((header_len, payload_len))
+    }
+
+    /// The frame at the front of `buf` if it is a plain put, whole in the
+    /// buffer and within the limits; nothing is taken off. `None` for
+    /// anything else, which [`Decoder::decode_head`] then decodes (or
+    /// rejects, naming why).
+    pub fn peek_put(&self, buf: &[u8]) -> Option<PutFrame> {
+        let (header_len, payload_len) = self.peek_prefix(buf)?;
+        if payload_len > self.max_payload {
             return None;
         }
         let head_len = PREFIX_LEN + header_len;

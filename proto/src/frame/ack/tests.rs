@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
-use crate::frame::fast::tests::random_header;
+use crate::frame::fast::tests::{frame, random_header};
 use crate::frame::test_rng::Rng;
-use crate::frame::{PREAMBLE, encode_head};
+use crate::frame::{MAX_HEADER_LEN, PREAMBLE};
 use crate::v1::header::Body;
 use crate::v1::{Ack, CheckedStamp, Header, ValueReply};
 use prost::Message;
@@ -13,13 +13,6 @@ fn ack(id: u64, first: u64) -> Header {
         body: Some(Body::Ack(Ack { first })),
         checked: None,
     }
-}
-
-fn frame(h: &Header, payload: &[u8]) -> BytesMut {
-    let mut b = BytesMut::new();
-    encode_head(h, payload.len(), &mut b);
-    b.extend_from_slice(payload);
-    b
 }
 
 #[test]

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
-use crate::frame::fast::tests::random_header;
+use crate::frame::fast::tests::{frame, random_header};
 use crate::frame::test_rng::Rng;
 use crate::frame::{PREAMBLE, encode_head};
 use crate::v1::header::Body;
@@ -17,13 +17,6 @@ fn put(id: u64, window: u32, offset: u64) -> Header {
         })),
         checked: None,
     }
-}
-
-fn frame(h: &Header, payload: &[u8]) -> BytesMut {
-    let mut b = BytesMut::new();
-    encode_head(h, payload.len(), &mut b);
-    b.extend_from_slice(payload);
-    b
 }
 
 #[test]
