@@ -5,9 +5,9 @@
 //! frame into the link's [`Outbox`] (taking its id under the same lock, so
 //! ids follow the order of the bytes on the stream) and, if no flush is
 //! scheduled, schedules one — wakes the link's flusher task, which takes
-//! everything queued by the time it runs and writes it in one go. Nothing waits for company: there
-//! is no timer, the flush is scheduled at once, and what it sends is what
-//! was already queued. A program that issues 64 puts without yielding has
+//! everything queued by the time it runs and writes it in one go. Nothing
+//! waits for company: there is no timer, the flush is scheduled at once,
+//! and what it sends is what was already queued. A program that issues 64 puts without yielding has
 //! all 64 in the outbox when the flush runs (one write, one cumulative
 //! acknowledgement back); a lone op is written as soon as its caller
 //! yields — to wait for it, to `quiet`, or for anything else.
