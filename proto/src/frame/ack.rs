@@ -11,16 +11,12 @@
 //! [`super::encode_head`] (so of prost); anything else is left to the
 //! generic [`super::Decoder`], which decodes it or names the error.
 
-use super::fast::{decode_flat, put_varint};
+use super::fast::{decode_flat, encode_flat_head};
 use super::{Decoder, PREFIX_LEN};
 use bytes::BytesMut;
 
-/// An ack's field number in `Header`, and its length-delimited tag.
+/// The ack's field number in `Header`.
 const ACK_FIELD: u64 = 16;
-const ACK_TAG: u64 = (ACK_FIELD << 3) | 2;
-
-/// The longest ack header: id, body tag and length, one field.
-const MAX_LEN: usize = 11 + 2 + 1 + 11;
 
 /// An ack frame, whole in the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,25 +33,7 @@ pub struct AckFrame {
 /// `encode_head` writes for `Header { id, body: Ack { first }, checked:
 /// None }` with no payload.
 pub fn encode_ack_head(id: u64, first: u64, dst: &mut BytesMut) {
-    let mut frame = [0u8; PREFIX_LEN + MAX_LEN];
-    let mut at = PREFIX_LEN;
-    if id != 0 {
-        put_varint(&mut frame, &mut at, 1 << 3);
-        put_varint(&mut frame, &mut at, id);
-    }
-    put_varint(&mut frame, &mut at, ACK_TAG);
-    // The body (one varint field, at most 11 bytes) has a one-byte length.
-    let len_at = at;
-    at += 1;
-    if first != 0 {
-        put_varint(&mut frame, &mut at, 1 << 3);
-        put_varint(&mut frame, &mut at, first);
-    }
-    frame[len_at] = (at - len_at - 1) as u8;
-    let header_len = (at - PREFIX_LEN) as u32;
-    frame[..4].copy_from_slice(&header_len.to_le_bytes());
-    // frame[4..8] stays 0: no payload.
-    dst.extend_from_slice(&frame[..at]);
+    encode_flat_head(id, ACK_FIELD, [first], 0, dst);
 }
 
 /// `(id, first)` if `bytes` are an ack header in the shape

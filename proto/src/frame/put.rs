@@ -12,16 +12,12 @@
 //! over a limit — is left to the generic [`super::Decoder`], which decodes
 //! it or names the error, so nothing means something else on this path.
 
-use super::fast::{decode_flat, put_varint};
+use super::fast::{decode_flat, encode_flat_head};
 use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
 use bytes::BytesMut;
 
-/// A put's field number in `Header`, and its length-delimited tag.
+/// The put's field number in `Header`.
 const PUT_FIELD: u64 = 3;
-const PUT_TAG: u64 = (PUT_FIELD << 3) | 2;
-
-/// The longest put header: id, body tag and length, two fields.
-const MAX_LEN: usize = 11 + 1 + 1 + 2 * 11;
 
 /// A put frame whose header and payload are all buffered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,34 +38,7 @@ pub struct PutFrame {
 /// `offset` of `window` — the bytes `encode_head` writes for
 /// `Header { id, body: Put { window, offset, region: None }, checked: None }`.
 pub fn encode_put_head(id: u64, window: u32, offset: u64, payload_len: usize, dst: &mut BytesMut) {
-    // Prefix, header and body are written into one stack buffer and leave
-    // in one copy. The body (two varint fields, at most 22 bytes) always
-    // has a one-byte length, so its length byte is written after it.
-    let mut frame = [0u8; PREFIX_LEN + MAX_LEN];
-    let mut at = PREFIX_LEN;
-    if id != 0 {
-        put_varint(&mut frame, &mut at, 1 << 3);
-        put_varint(&mut frame, &mut at, id);
-    }
-    put_varint(&mut frame, &mut at, PUT_TAG);
-    let len_at = at;
-    at += 1;
-    if window != 0 {
-        put_varint(&mut frame, &mut at, 1 << 3);
-        put_varint(&mut frame, &mut at, u64::from(window));
-    }
-    if offset != 0 {
-        put_varint(&mut frame, &mut at, 2 << 3);
-        put_varint(&mut frame, &mut at, offset);
-    }
-    let body_len = at - len_at - 1;
-    debug_assert!(body_len < 0x80, "a one-byte varint");
-    frame[len_at] = body_len as u8;
-    let header_len = (at - PREFIX_LEN) as u32;
-    let payload_len = u32::try_from(payload_len).unwrap_or(u32::MAX);
-    frame[..4].copy_from_slice(&header_len.to_le_bytes());
-    frame[4..8].copy_from_slice(&payload_len.to_le_bytes());
-    dst.extend_from_slice(&frame[..at]);
+    encode_flat_head(id, PUT_FIELD, [u64::from(window), offset], payload_len, dst);
 }
 
 /// `(id, window, offset)` if `bytes` are a put header in the shape
