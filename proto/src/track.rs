@@ -127,10 +127,7 @@ impl<T> PeerOps<T> {
         let idx = usize::try_from(id.checked_sub(self.base)?).ok()?;
         let entry = self.slots.get_mut(idx)?.take()?;
         self.live -= 1;
-        while matches!(self.slots.front(), Some(None)) {
-            self.slots.pop_front();
-            self.base += 1;
-        }
+        self.pop_completed_front();
         Some(Outstanding {
             id,
             kind: entry.kind,
@@ -175,10 +172,7 @@ impl<T> PeerOps<T> {
                     });
                 }
             }
-            while matches!(self.slots.front(), Some(None)) {
-                self.slots.pop_front();
-                self.base += 1;
-            }
+            self.pop_completed_front();
             return n;
         }
         for id in first..=end {
@@ -188,6 +182,15 @@ impl<T> PeerOps<T> {
             }
         }
         n
+    }
+
+    /// Pops completed slots off the front, so that the front slot is
+    /// outstanding (or the table empty).
+    fn pop_completed_front(&mut self) {
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.base += 1;
+        }
     }
 
     /// What waits for `id`, if it is outstanding.
@@ -200,12 +203,6 @@ impl<T> PeerOps<T> {
     /// issued so far.
     pub fn next_id(&self) -> u64 {
         self.base + self.slots.len() as u64
-    }
-
-    /// The ids this table may still hold: from the oldest outstanding op
-    /// (or the next id, when none is) up to, not including, the next id.
-    pub fn span(&self) -> std::ops::Range<u64> {
-        self.base..self.next_id()
     }
 
     /// Whether every op with an id below `ticket` has completed.
