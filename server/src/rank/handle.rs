@@ -6,33 +6,33 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::OpKind;
 
 /// Builds an op's result from its replies.
-pub(crate) type Finish<T> = fn(Replies, Check) -> Result<T>;
+pub(crate) type Finish<T> = fn(OpReplies, Check) -> Result<T>;
 
 /// An op's replies, in order: most ops have one, which needs no list (a
 /// `Vec` per blocking op was an allocation on every round trip).
 #[derive(Debug)]
-pub(crate) enum Replies {
+pub(crate) enum OpReplies {
     One(Reply),
     Many(Vec<Reply>),
 }
 
-impl Replies {
+impl OpReplies {
     fn as_slice(&self) -> &[Reply] {
         match self {
-            Replies::One(r) => std::slice::from_ref(r),
-            Replies::Many(v) => v,
+            OpReplies::One(r) => std::slice::from_ref(r),
+            OpReplies::Many(v) => v,
         }
     }
 }
 
-impl IntoIterator for Replies {
+impl IntoIterator for OpReplies {
     type Item = Reply;
     type IntoIter = std::iter::Chain<std::option::IntoIter<Reply>, std::vec::IntoIter<Reply>>;
 
     fn into_iter(self) -> Self::IntoIter {
         match self {
-            Replies::One(r) => Some(r).into_iter().chain(Vec::new()),
-            Replies::Many(v) => None.into_iter().chain(v),
+            OpReplies::One(r) => Some(r).into_iter().chain(Vec::new()),
+            OpReplies::Many(v) => None.into_iter().chain(v),
         }
     }
 }
@@ -87,13 +87,13 @@ impl<T> OpHandle<T> {
     pub async fn wait(self) -> Result<T> {
         match self.state {
             State::Ready(r) => r,
-            State::One(part, check, finish) => finish(Replies::One(part.wait().await?), check),
+            State::One(part, check, finish) => finish(OpReplies::One(part.wait().await?), check),
             State::Remote(parts, check, finish) => {
                 let mut replies = Vec::with_capacity(parts.len());
                 for p in parts {
                     replies.push(p.wait().await?);
                 }
-                finish(Replies::Many(replies), check)
+                finish(OpReplies::Many(replies), check)
             }
         }
     }
@@ -107,7 +107,7 @@ fn protocol(check: Check, what: String) -> Error {
 }
 
 /// Put, atomic_add and notify: every part acknowledged.
-pub(crate) fn acked(replies: Replies, check: Check) -> Result<()> {
+pub(crate) fn acked(replies: OpReplies, check: Check) -> Result<()> {
     match replies.as_slice().iter().all(|r| matches!(r, Reply::Ack)) {
         true => Ok(()),
         false => Err(protocol(check, "got a reply that is not an ack".into())),
@@ -116,7 +116,7 @@ pub(crate) fn acked(replies: Replies, check: Check) -> Result<()> {
 
 /// The parts of a get, in order, as one buffer exactly as long as asked:
 /// parts read into slices of one buffer join up again without copying.
-fn join(replies: Replies, check: Check) -> Result<BytesMut> {
+fn join(replies: OpReplies, check: Check) -> Result<BytesMut> {
     let mut all = BytesMut::new();
     for (i, r) in replies.into_iter().enumerate() {
         match r {
@@ -136,7 +136,7 @@ fn join(replies: Replies, check: Check) -> Result<BytesMut> {
 }
 
 /// Get: the bytes.
-pub(crate) fn data(replies: Replies, check: Check) -> Result<Bytes> {
+pub(crate) fn data(replies: OpReplies, check: Check) -> Result<Bytes> {
     match replies.as_slice() {
         // One part not read into a buffer of ours: its frame's bytes as they are.
         [Reply::Data(b)] if check.len.is_none_or(|l| l == b.len() as u64) => Ok(b.clone()),
@@ -145,12 +145,12 @@ pub(crate) fn data(replies: Replies, check: Check) -> Result<Bytes> {
 }
 
 /// Get into a caller's buffer: the buffer, filled.
-pub(crate) fn filled(replies: Replies, check: Check) -> Result<BytesMut> {
+pub(crate) fn filled(replies: OpReplies, check: Check) -> Result<BytesMut> {
     join(replies, check)
 }
 
 /// fetch_add and compare_swap: one previous value.
-pub(crate) fn value(replies: Replies, check: Check) -> Result<i64> {
+pub(crate) fn value(replies: OpReplies, check: Check) -> Result<i64> {
     match replies.as_slice() {
         [Reply::Value(v)] => Ok(*v),
         _ => Err(protocol(check, "got no single value back".into())),

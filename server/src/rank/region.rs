@@ -156,7 +156,7 @@ impl Rank {
                 let inflight = send_chunks(&link, op, win, t, src, plan, depth).await?;
                 for p in inflight {
                     handle::acked(
-                        handle::Replies::One(p.wait().await?),
+                        handle::OpReplies::One(p.wait().await?),
                         handle::Check {
                             peer,
                             op,
@@ -265,7 +265,7 @@ impl Rank {
 /// Copies a get reply (the chunk's rows, packed) into `dst`.
 fn scatter(peer: u32, t: &Transfer, c: &Chunk, reply: Reply, dst: &mut [u8]) -> Result<()> {
     let data = handle::data(
-        handle::Replies::One(reply),
+        handle::OpReplies::One(reply),
         handle::Check {
             peer,
             op: OpKind::Get,
@@ -301,7 +301,7 @@ pub(super) async fn send_chunks(
         {
             let reply = Pending::wait(p).await?;
             handle::acked(
-                handle::Replies::One(reply),
+                handle::OpReplies::One(reply),
                 handle::Check {
                     peer: link.peer,
                     op,
