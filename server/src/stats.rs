@@ -197,6 +197,7 @@ pub(crate) struct CompletedRun {
 }
 
 impl CompletedRun {
+    #[inline]
     pub(crate) fn add(
         &mut self,
         stats: &Stats,

@@ -250,20 +250,19 @@ impl Link {
         // counted as one run, not one by one.
         let mut run = crate::stats::CompletedRun::default();
         let stats = &self.state.stats;
-        let completed = ops.complete_acked(first, last, |op| {
-            let reply = match op.kind.answered_by_ack() {
-                true => Ok(Reply::Ack),
-                // Not answered by an ack: fails, naming itself.
-                false => {
-                    let ack = Some(Body::Ack(Default::default()));
-                    self.reply(op.kind, op.id, ack, Bytes::new())
-                }
-            };
+        let completed = ops.complete_acked(first, last, |op, live| {
+            if op.kind.answered_by_ack() {
+                run.add(stats, op.kind, op.issued_at, now);
+                return live.then_some(Ok(Reply::Ack));
+            }
+            // Not answered by an ack: fails, naming itself.
+            let ack = Some(Body::Ack(Default::default()));
+            let reply = self.reply(op.kind, op.id, ack, Bytes::new());
             match &reply {
                 Ok(_) => run.add(stats, op.kind, op.issued_at, now),
                 Err(_) => stats.failed(op.kind),
             }
-            reply
+            Some(reply)
         }) > 0;
         run.flush(&self.state.stats, now);
         self.spin_for_replies(&ops);

@@ -96,17 +96,21 @@ impl Table {
 
     /// Completes the outstanding ops `first..=last` (a cumulative
     /// acknowledgement) and hands each the reply `reply` makes for it;
-    /// returns how many completed.
+    /// returns how many completed. `reply` is told whether a handle still
+    /// waits: for one that is gone (most ops of a window ended by `quiet`)
+    /// it only counts the op and makes no reply.
     pub(crate) fn complete_acked(
         &mut self,
         first: u64,
         last: u64,
-        mut reply: impl FnMut(&Outstanding<Waiter>) -> Result<Reply>,
+        mut reply: impl FnMut(&Outstanding<Waiter>, bool) -> Option<Result<Reply>>,
     ) -> usize {
         let done = &mut self.done;
         self.ops.complete_range(first, last, |op| {
-            let r = reply(&op);
-            hand(done, op.id, op.waiter, r);
+            let live = matches!(op.waiter, Waiter::Live { .. });
+            if let Some(r) = reply(&op, live) {
+                hand(done, op.id, op.waiter, r);
+            }
         })
     }
 
