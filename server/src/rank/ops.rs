@@ -57,7 +57,7 @@ impl Rank {
         if data.len() <= link.peer_max_payload.min(COALESCE_MAX) {
             let (pending, full) = link.queue_put(win.0, offset, data)?;
             if full {
-                link.flush().await;
+                pending.link().flush().await;
             }
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }

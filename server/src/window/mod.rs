@@ -169,15 +169,23 @@ impl Window {
     }
 
     /// Checks that `len` bytes at `offset` lie inside the window.
+    #[inline]
     pub fn check_range(&self, offset: u64, len: u64) -> Result<Range<usize>, AccessError> {
         match offset.checked_add(len) {
             Some(end) if end <= self.size as u64 => Ok(offset as usize..end as usize),
-            _ => Err(AccessError::OutOfBounds {
-                window: self.name.clone(),
-                offset,
-                len,
-                size: self.size as u64,
-            }),
+            _ => Err(self.out_of_bounds(offset, len)),
+        }
+    }
+
+    /// The error of a range that does not fit (kept out of line: every op
+    /// checks its range, and the check itself is two compares).
+    #[cold]
+    fn out_of_bounds(&self, offset: u64, len: u64) -> AccessError {
+        AccessError::OutOfBounds {
+            window: self.name.clone(),
+            offset,
+            len,
+            size: self.size as u64,
         }
     }
 

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{BarrierSignal, PeerPut, header::Body};
+use pld_proto::v1::{BarrierSignal, header::Body};
 use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,7 +152,7 @@ impl Link {
     /// and whether the caller should [`Link::flush`] now (the outbox is
     /// full).
     pub fn queue_put(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         window: u32,
         offset: u64,
         payload: &[u8],
@@ -160,15 +160,9 @@ impl Link {
         if let Some(e) = self.lost_error() {
             return Err(e);
         }
-        let body = Body::Put(PeerPut {
-            window,
-            offset,
-            region: None,
-        });
-        let waiter = Waiter::new(None);
-        let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, waiter);
-        let (id, full) = self.queue(OpKind::Put, body, payload, issue);
-        Ok((Pending::new(self.clone(), id), full))
+        let (id, full) = self.queue_plain_put(window, offset, payload);
+        // The caller's reference becomes the handle's: no second count.
+        Ok((Pending::new(self, id), full))
     }
 
     /// Sends a barrier message (one-way: id 0, no reply).

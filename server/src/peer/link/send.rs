@@ -6,7 +6,7 @@
 
 use super::{Link, Waiter};
 use crate::error::Result;
-use crate::peer::outbox::{COALESCE_MAX, WRITE_AT, write_after};
+use crate::peer::outbox::{COALESCE_MAX, Outbox, WRITE_AT, write_after};
 use crate::transport::PeerWriter;
 use bytes::BytesMut;
 use pld_proto::frame::encode_put_head;
@@ -60,35 +60,77 @@ impl Link {
         id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
     ) -> (u64, bool) {
         debug_assert!(payload.len() <= COALESCE_MAX);
+        if let Body::Put(PeerPut {
+            window,
+            offset,
+            region: None,
+        }) = body
+            && self.state.checked.is_none()
+        {
+            return self.queue_put_frame(op, window, offset, payload, id);
+        }
         let mut outbox = self.outbox.locked();
         let now = outbox.stamp();
         let before = outbox.buf.len();
-        let (id, kind) = match &body {
-            // A plain put (the common small op) is written straight from
-            // its fields, as the generic encoder would write it.
-            Body::Put(PeerPut {
+        let header = self.header(body, |ops| id(ops, now));
+        pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
+        outbox.buf.extend_from_slice(payload);
+        let full = self.queued(&mut outbox, op, MsgKind::of(&header), before);
+        (header.id, full)
+    }
+
+    /// [`Link::queue`] for a plain put (the common small op, and the
+    /// message-rate benchmark's): its frame head is written straight from
+    /// its fields, as the generic encoder would write it — no `Header` or
+    /// `Body` is built. In checked mode a put carries a stamp, so it takes
+    /// the generic path.
+    pub(super) fn queue_plain_put(
+        self: &Arc<Self>,
+        window: u32,
+        offset: u64,
+        payload: &[u8],
+    ) -> (u64, bool) {
+        let issue = |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, Waiter::new(None));
+        if self.state.checked.is_some() {
+            let body = Body::Put(PeerPut {
                 window,
                 offset,
                 region: None,
-            }) if self.state.checked.is_none() => {
-                let id = self.take_id(|ops| id(ops, now));
-                encode_put_head(id, *window, *offset, payload.len(), &mut outbox.buf);
-                (id, MsgKind::Put)
-            }
-            _ => {
-                let header = self.header(body, |ops| id(ops, now));
-                pld_proto::frame::encode_head(&header, payload.len(), &mut outbox.buf);
-                (header.id, MsgKind::of(&header))
-            }
-        };
+            });
+            return self.queue(OpKind::Put, body, payload, issue);
+        }
+        self.queue_put_frame(OpKind::Put, window, offset, payload, issue)
+    }
+
+    /// Queues a plain put's frame, its head written from its fields.
+    fn queue_put_frame(
+        &self,
+        op: OpKind,
+        window: u32,
+        offset: u64,
+        payload: &[u8],
+        id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
+    ) -> (u64, bool) {
+        let mut outbox = self.outbox.locked();
+        let now = outbox.stamp();
+        let before = outbox.buf.len();
+        let id = self.take_id(|ops| id(ops, now));
+        encode_put_head(id, window, offset, payload.len(), &mut outbox.buf);
         outbox.buf.extend_from_slice(payload);
+        (id, self.queued(&mut outbox, op, MsgKind::Put, before))
+    }
+
+    /// Counts the frame just queued (from byte `before` on) and schedules
+    /// a flush if none is; whether the outbox is full enough that the
+    /// caller should flush it now.
+    fn queued(&self, outbox: &mut Outbox, op: OpKind, kind: MsgKind, before: usize) -> bool {
         let bytes = outbox.buf.len() - before;
         outbox.tally.add(&self.state.stats, op, kind, bytes);
         if !outbox.scheduled {
             outbox.scheduled = true;
             self.flush_wake.notify_one();
         }
-        (id, outbox.buf.len() >= WRITE_AT)
+        outbox.buf.len() >= WRITE_AT
     }
 
     /// Writes one frame now, under the writer lock, behind whatever the

@@ -153,6 +153,11 @@ impl Pending {
         }
     }
 
+    /// The link the op went out on.
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
     /// The reply, or the error: rejected, peer lost, or no reply within the
     /// op timeout (the link's sweeper then fails the op, and a late reply is
     /// ignored).
