@@ -176,12 +176,19 @@ pub(crate) fn encode(header: &Header, out: &mut [u8; MAX_LEN]) -> Option<usize> 
 
 /// Reads a varint; `None` if it runs past the end or past ten bytes (or
 /// overflows 64 bits), which prost then judges.
-fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     // Tags, lengths, windows and small values: one byte.
     let first = *bytes.get(*at)?;
     if first < 0x80 {
         *at += 1;
         return Some(u64::from(first));
+    }
+    // Ids past 127 and most offsets of a small window: two bytes.
+    if let Some(&second) = bytes.get(*at + 1)
+        && second < 0x80
+    {
+        *at += 2;
+        return Some(u64::from(first & 0x7f) | u64::from(second) << 7);
     }
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
