@@ -108,6 +108,12 @@ struct Cli {
     /// A tenth of the iterations: a smoke run.
     #[arg(long)]
     quick: bool,
+    /// Puts in flight before each `quiet` in msg_rate (OSU's window size).
+    /// Other than 64, the figure is named `msg_rate_w<N>` and not compared
+    /// with MPI's (whose window is 64): a sweep splits a window's time into
+    /// its fixed part (one round trip) and the cost per op.
+    #[arg(long, default_value_t = measure::WINDOW as u16, value_parser = clap::value_parser!(u16).range(1..))]
+    window: u16,
     /// Mutual TLS between the benchmark's ranks, with this material (made
     /// by `pld-daemon certs`). Without it the peer plane runs --insecure,
     /// as MPI does: QUIC still encrypts, TCP is plaintext.
@@ -459,6 +465,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             peer: target,
             data: rank.window("data")?,
             quick: cli.quick,
+            window: usize::from(cli.window),
         };
         let sizes = &cli.sizes;
         for &s in sizes {

@@ -18,6 +18,8 @@ pub struct Bench<'a> {
     pub peer: u32,
     pub data: WindowId,
     pub quick: bool,
+    /// msg_rate's puts per `quiet`.
+    pub window: usize,
 }
 
 /// Iterations per size: as `mpi_rma_bench` (10 000 / 1 000 / 100), fewer
@@ -186,12 +188,16 @@ impl Bench<'_> {
             if i == 1 {
                 t0 = Instant::now();
             }
-            for _ in 0..WINDOW {
+            for _ in 0..self.window {
                 drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
             }
             self.rank.quiet().await?;
         }
-        let n = (WINDOW * iters) as f64;
-        Ok(Figure::rate("msg_rate", 8, n / t0.elapsed().as_secs_f64()))
+        let n = (self.window * iters) as f64;
+        let name = match self.window {
+            WINDOW => "msg_rate".to_string(),
+            w => format!("msg_rate_w{w}"),
+        };
+        Ok(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()))
     }
 }
