@@ -60,9 +60,11 @@ fn decode_put(bytes: &[u8]) -> Option<(u64, u32, u64)> {
 /// `(id, window, offset)` if `bytes` are exactly what [`encode_put_head`]
 /// writes for a nonzero id: `08 id 1a len [08 window] [10 offset]`. The
 /// shape is checked byte by byte — no loop over fields, no field table —
-/// which halves the target's cost of a put's header; anything else
-/// (`None`) is left to `decode_flat`, which reads every shape prost does.
-/// Whatever this accepts, `decode_flat` reads as the same put.
+/// which takes a third off the target's cost of a put's header (callgrind:
+/// 96 → 67 instructions); anything else (`None`) is left to `decode_flat`,
+/// which reads every shape prost does. Whatever this accepts (explicit
+/// zero fields and long varints included), `decode_flat` reads as the
+/// same put.
 fn decode_put_head(b: &[u8]) -> Option<(u64, u32, u64)> {
     const ID: u8 = 1 << 3;
     const BODY: u8 = (PUT_FIELD as u8) << 3 | 2;
