@@ -124,6 +124,13 @@ impl Stats {
         self.msgs_received[kind as usize].fetch_add(1, Relaxed);
         self.bytes_received.fetch_add(bytes as u64, Relaxed);
     }
+    /// `n` frames of `kind` received, `bytes` in all, each a request of
+    /// `op` served.
+    pub(crate) fn served_n(&self, op: OpKind, kind: MsgKind, n: u64, bytes: u64) {
+        self.msgs_received[kind as usize].fetch_add(n, Relaxed);
+        self.requests_served[op as usize].fetch_add(n, Relaxed);
+        self.bytes_received.fetch_add(bytes, Relaxed);
+    }
     /// `n` frames of `kind`, each issuing an `op` (their bytes are counted
     /// apart).
     pub(crate) fn sent_n(&self, op: OpKind, kind: MsgKind, n: u64) {
@@ -281,11 +288,8 @@ impl ServedTally {
     pub(crate) fn flush(&mut self, stats: &Stats) -> u64 {
         let n = std::mem::take(&mut self.puts);
         if n > 0 {
-            stats.msgs_received[MsgKind::Put as usize].fetch_add(n, Relaxed);
-            stats.requests_served[OpKind::Put as usize].fetch_add(n, Relaxed);
-            stats
-                .bytes_received
-                .fetch_add(std::mem::take(&mut self.bytes), Relaxed);
+            let bytes = std::mem::take(&mut self.bytes);
+            stats.served_n(OpKind::Put, MsgKind::Put, n, bytes);
         }
         n
     }

@@ -77,10 +77,7 @@ impl Outbox {
     /// Takes every queued byte (the flush that calls this writes them),
     /// and counts their frames as sent.
     pub(crate) fn take(&mut self, state: &RankState) -> BytesMut {
-        let frames = self.tally.flush(&state.stats);
-        if frames > 0 {
-            state.activity.touch_n(frames);
-        }
+        state.activity.touch_n(self.tally.flush(&state.stats));
         self.buf.split()
     }
 }

@@ -51,10 +51,7 @@ impl Replies {
     /// (call before writing the replies: an origin that sees its ack sees
     /// its put counted).
     pub fn count_served(&mut self, state: &RankState) {
-        let frames = self.served.flush(&state.stats);
-        if frames > 0 {
-            state.activity.touch_n(frames);
-        }
+        state.activity.touch_n(self.served.flush(&state.stats));
     }
 
     pub fn is_empty(&self) -> bool {

@@ -67,9 +67,12 @@ impl Activity {
         self.touch_n(1);
     }
 
-    /// Records `n` frames sent or received at once.
+    /// Records `n` frames sent or received at once (none: nothing).
     pub fn touch_n(&self, n: u64) {
         use std::sync::atomic::Ordering::Relaxed;
+        if n == 0 {
+            return;
+        }
         self.frames.fetch_add(n, Relaxed);
         if self.asleep.load(Relaxed) && self.asleep.swap(false, Relaxed) {
             self.woke.notify_one();
