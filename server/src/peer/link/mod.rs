@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{BarrierSignal, header::Body};
+use pld_proto::v1::{BarrierSignal, PeerPut, header::Body};
 use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -160,7 +160,19 @@ impl Link {
         if let Some(e) = self.lost_error() {
             return Err(e);
         }
-        let (id, full) = self.queue_plain_put(window, offset, payload);
+        let issue = |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, Waiter::new(None));
+        let (id, full) = match self.state.checked {
+            // The common small op, and the message-rate benchmark's.
+            None => self.queue_put_frame(window, offset, payload, issue),
+            Some(_) => {
+                let body = Body::Put(PeerPut {
+                    window,
+                    offset,
+                    region: None,
+                });
+                self.queue(OpKind::Put, body, payload, issue)
+            }
+        };
         // The caller's reference becomes the handle's: no second count.
         Ok((Pending::new(self, id), full))
     }

@@ -67,7 +67,7 @@ impl Link {
         }) = body
             && self.state.checked.is_none()
         {
-            return self.queue_put_frame(op, window, offset, payload, id);
+            return self.queue_put_frame(window, offset, payload, id);
         }
         let mut outbox = self.outbox.locked();
         let now = outbox.stamp();
@@ -79,33 +79,12 @@ impl Link {
         (header.id, full)
     }
 
-    /// [`Link::queue`] for a plain put (the common small op, and the
-    /// message-rate benchmark's): its frame head is written straight from
-    /// its fields, as the generic encoder would write it — no `Header` or
-    /// `Body` is built. In checked mode a put carries a stamp, so it takes
-    /// the generic path.
-    pub(super) fn queue_plain_put(
-        self: &Arc<Self>,
-        window: u32,
-        offset: u64,
-        payload: &[u8],
-    ) -> (u64, bool) {
-        let issue = |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, Waiter::new(None));
-        if self.state.checked.is_some() {
-            let body = Body::Put(PeerPut {
-                window,
-                offset,
-                region: None,
-            });
-            return self.queue(OpKind::Put, body, payload, issue);
-        }
-        self.queue_put_frame(OpKind::Put, window, offset, payload, issue)
-    }
-
-    /// Queues a plain put's frame, its head written from its fields.
-    fn queue_put_frame(
+    /// [`Link::queue`] for a plain put (not in checked mode, where a put
+    /// carries a stamp): its frame head is written straight from its
+    /// fields, as the generic encoder would write it — no `Header` or
+    /// `Body` is built.
+    pub(super) fn queue_put_frame(
         &self,
-        op: OpKind,
         window: u32,
         offset: u64,
         payload: &[u8],
@@ -117,7 +96,10 @@ impl Link {
         let id = self.take_id(|ops| id(ops, now));
         encode_put_head(id, window, offset, payload.len(), &mut outbox.buf);
         outbox.buf.extend_from_slice(payload);
-        (id, self.queued(&mut outbox, op, MsgKind::Put, before))
+        (
+            id,
+            self.queued(&mut outbox, OpKind::Put, MsgKind::Put, before),
+        )
     }
 
     /// Counts the frame just queued (from byte `before` on) and schedules
