@@ -274,43 +274,23 @@ both!(
         let gets = puts / every;
         let (o, tg) = (r.stats(), c.rank(1).stats());
         let d = |now: u64, before: u64| now - before;
-        assert_eq!(
-            d(o.ops_issued(OpKind::Put), origin.ops_issued(OpKind::Put)),
-            puts
-        );
-        assert_eq!(
-            d(o.msgs_sent(MsgKind::Put), origin.msgs_sent(MsgKind::Put)),
-            puts
-        );
-        assert_eq!(
-            d(o.ops_issued(OpKind::Get), origin.ops_issued(OpKind::Get)),
-            gets
-        );
-        assert_eq!(
-            d(o.msgs_sent(MsgKind::Get), origin.msgs_sent(MsgKind::Get)),
-            gets
-        );
+        for (op, kind, n) in [
+            (OpKind::Put, MsgKind::Put, puts),
+            (OpKind::Get, MsgKind::Get, gets),
+        ] {
+            let what = op.name();
+            let issued = d(o.ops_issued(op), origin.ops_issued(op));
+            assert_eq!(issued, n, "{what} issued");
+            let sent = d(o.msgs_sent(kind), origin.msgs_sent(kind));
+            assert_eq!(sent, n, "{what} sent");
+            let received = d(tg.msgs_received(kind), target.msgs_received(kind));
+            assert_eq!(received, n, "{what} received");
+            let served = d(tg.requests_served(op), target.requests_served(op));
+            assert_eq!(served, n, "{what} served");
+        }
         assert!(
             d(o.bytes_sent, origin.bytes_sent) >= puts * (frame::PREFIX_LEN as u64 + 8),
             "every put's frame counts as sent bytes"
-        );
-        let received = |s: &pld_server::StatsSnapshot, k| s.msgs_received(k);
-        assert_eq!(
-            d(received(&tg, MsgKind::Put), received(&target, MsgKind::Put)),
-            puts
-        );
-        assert_eq!(
-            d(received(&tg, MsgKind::Get), received(&target, MsgKind::Get)),
-            gets
-        );
-        let served = |s: &pld_server::StatsSnapshot, k| s.requests_served(k);
-        assert_eq!(
-            d(served(&tg, OpKind::Put), served(&target, OpKind::Put)),
-            puts
-        );
-        assert_eq!(
-            d(served(&tg, OpKind::Get), served(&target, OpKind::Get)),
-            gets
         );
         assert_eq!(
             d(
