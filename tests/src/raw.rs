@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use pld_proto::Frame;
 use pld_proto::PROTOCOL_VERSION;
 use pld_proto::frame::{self, Decoder, PREAMBLE};
-use pld_proto::v1::{Header, Hello, WindowSpec, header::Body};
+use pld_proto::v1::{ErrorCode, Header, Hello, WindowSpec, header::Body};
 use pld_server::TransportKind;
 use pld_server::transport::{Endpoint, PeerReader, PeerWriter, TransportSettings};
 use std::time::Duration;
@@ -270,6 +270,42 @@ impl Faked {
             }
             let n = self.fake.read_buf(&mut self.buf).await.unwrap();
             assert!(n > 0, "rank 0 closed the connection");
+        }
+    }
+
+    /// The ids of the next `n` frames rank 0 sent.
+    pub async fn ids(&mut self, n: usize) -> Vec<u64> {
+        let mut ids = Vec::with_capacity(n);
+        for _ in 0..n {
+            ids.push(self.next().await.header.id);
+        }
+        ids
+    }
+
+    /// Answers the ops `ids` (consecutive) in one write: a cumulative ack
+    /// of those before `ids[bad]`, an OutOfRange refusal of it saying
+    /// `message`, and a cumulative ack of those after it.
+    pub async fn refuse_one(&mut self, ids: &[u64], bad: usize, message: &str) {
+        let ack = |r: &[u64]| frame::encode(&frame::ack_header(r[r.len() - 1], r[0]), &[]);
+        let mut replies = ack(&ids[..bad]);
+        let refusal = frame::error_header(ids[bad], ErrorCode::OutOfRange, message.into());
+        replies.extend_from_slice(&frame::encode(&refusal, &[]));
+        replies.extend_from_slice(&ack(&ids[bad + 1..]));
+        self.fake.write_all(&replies).await.unwrap();
+    }
+
+    /// Asserts that `e` is the refusal [`Faked::refuse_one`] sent put
+    /// `id`, with `message`.
+    pub fn assert_refused_put(e: &pld_server::Error, id: u64, message: &str) {
+        match e {
+            pld_server::Error::Rejected {
+                rank: 1,
+                op: pld_proto::OpKind::Put,
+                id: got,
+                code: ErrorCode::OutOfRange,
+                message: m,
+            } if *got == id && m == message => {}
+            other => panic!("expected the refusal of put #{id} ({message}), got {other}"),
         }
     }
 

@@ -10,22 +10,13 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use pld_proto::frame::{self, error_header};
-use pld_proto::v1::{Ack, ErrorCode, Header, PeerPut, header::Body};
+use pld_proto::frame::{self, ack_header as ack};
+use pld_proto::v1::{ErrorCode, Header, PeerPut, header::Body};
 use pld_proto::{MsgKind, OpKind};
 use pld_server::{Error, TransportKind};
 use pld_tests::raw::{Faked, RawPeer, hello_of};
 use pld_tests::{Cluster, both, run};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-
-fn ack(id: u64, first: u64) -> Header {
-    Header {
-        id,
-        body: Some(Body::Ack(Ack { first })),
-        checked: None,
-    }
-}
 
 both!(
     ops_in_one_batch_are_applied_in_issue_order_and_acknowledged_together,
@@ -117,33 +108,14 @@ fn a_refused_op_in_a_batch_fails_alone_naming_itself() {
         for i in 0..8u64 {
             handles.push(f.rank.put_nb(1, data, 8 * i, &[1; 8]).await.unwrap());
         }
-        let mut ids = Vec::new();
-        for _ in 0..8 {
-            ids.push(f.next().await.header.id);
-        }
+        let ids = f.ids(8).await;
         assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "ids {ids:?}");
         let bad = ids[3];
-        let mut replies = frame::encode(&ack(ids[2], ids[0]), &[]);
-        let refusal = error_header(bad, ErrorCode::OutOfRange, "op four is out".into());
-        replies.extend_from_slice(&frame::encode(&refusal, &[]));
-        replies.extend_from_slice(&frame::encode(&ack(ids[7], ids[4]), &[]));
-        f.fake.write_all(&replies).await.unwrap();
+        f.refuse_one(&ids, 3, "op four is out").await;
         for (i, h) in handles.into_iter().enumerate() {
             let r = h.wait().await;
             if i == 3 {
-                match r.unwrap_err() {
-                    Error::Rejected {
-                        rank: 1,
-                        op: OpKind::Put,
-                        id,
-                        code: ErrorCode::OutOfRange,
-                        message,
-                    } => {
-                        assert_eq!(id, bad);
-                        assert_eq!(message, "op four is out");
-                    }
-                    other => panic!("expected the refusal of op #{bad}, got {other}"),
-                }
+                Faked::assert_refused_put(&r.unwrap_err(), bad, "op four is out");
             } else {
                 r.unwrap_or_else(|e| panic!("op {i} failed: {e}"));
             }
@@ -192,10 +164,7 @@ fn a_batch_cut_by_a_lost_link_fails_the_ops_not_yet_acknowledged() {
         for i in 0..16u64 {
             handles.push(f.rank.put_nb(1, data, 8 * i, &[2; 8]).await.unwrap());
         }
-        let mut ids = Vec::new();
-        for _ in 0..16 {
-            ids.push(f.next().await.header.id);
-        }
+        let ids = f.ids(16).await;
         f.reply(ack(ids[3], ids[0])).await;
         let Faked { rank, fake, .. } = f;
         drop(fake);

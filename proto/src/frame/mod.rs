@@ -85,6 +85,16 @@ impl FrameError {
     }
 }
 
+/// A header acknowledging op `id` — cumulatively, every outstanding op
+/// from `first` to `id`, where `first` is not 0.
+pub fn ack_header(id: u64, first: u64) -> Header {
+    Header {
+        id,
+        body: Some(Body::Ack(crate::v1::Ack { first })),
+        checked: None,
+    }
+}
+
 /// A header carrying an error reply.
 pub fn error_header(id: u64, code: ErrorCode, message: String) -> Header {
     Header {

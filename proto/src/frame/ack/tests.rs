@@ -7,13 +7,7 @@ use crate::v1::header::Body;
 use crate::v1::{Ack, CheckedStamp, Header, ValueReply};
 use prost::Message;
 
-fn ack(id: u64, first: u64) -> Header {
-    Header {
-        id,
-        body: Some(Body::Ack(Ack { first })),
-        checked: None,
-    }
-}
+use crate::frame::ack_header as ack;
 
 #[test]
 fn an_ack_head_is_the_bytes_of_the_generic_encoder() {
