@@ -37,6 +37,7 @@ pub struct PutFrame {
 /// Appends the prefix and header of a put of `payload_len` bytes at
 /// `offset` of `window` — the bytes `encode_head` writes for
 /// `Header { id, body: Put { window, offset, region: None }, checked: None }`.
+#[inline]
 pub fn encode_put_head(id: u64, window: u32, offset: u64, payload_len: usize, dst: &mut BytesMut) {
     encode_flat_head(id, PUT_FIELD, [u64::from(window), offset], payload_len, dst);
 }

@@ -169,6 +169,13 @@ pub enum Error {
         outstanding: String,
         unreachable: Vec<(u32, String)>,
     },
+    /// Requests issued without a handle (`Rank::put_nbi`) failed since the
+    /// last `quiet`; `first` is the first of them to fail, naming its rank,
+    /// op and id.
+    #[error(
+        "{failed} request(s) issued without a handle failed since the last quiet; the first: {first}"
+    )]
+    ImplicitFailed { failed: u64, first: Box<Error> },
     /// A barrier did not complete by its deadline. It stays pending: the
     /// next barrier call on this rank resumes it.
     #[error("{report}")]

@@ -112,6 +112,13 @@ fn of_rank(e: &RankError) -> (&'static str, Meta) {
                 .with("last", last)
                 .ranks("unreachable", unreachable.iter().map(|(r, _)| *r)),
         ),
+        RankError::ImplicitFailed { failed, first } => {
+            let (reason, m) = of_rank(first);
+            (
+                "IMPLICIT_FAILED",
+                m.with("failed", failed).with("first", reason),
+            )
+        }
         RankError::Mismatch { peer, .. } => ("MISMATCH", m.with("rank", peer)),
         RankError::Refused { peer, .. } => ("REFUSED", m.with("rank", peer)),
         RankError::ConnectTimeout { peer, .. } => ("CONNECT_TIMEOUT", m.with("rank", peer)),

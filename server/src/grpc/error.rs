@@ -131,6 +131,7 @@ fn rank_code(e: &RankError) -> Code {
         | RankError::QuietTimeout { .. }
         | RankError::BarrierTimeout { .. }
         | RankError::WaitTimeout { .. } => Code::DeadlineExceeded,
+        RankError::ImplicitFailed { first, .. } => rank_code(first),
         RankError::Config(_) => Code::FailedPrecondition,
         RankError::Io { .. } | RankError::Tls(_) => Code::Internal,
     }
@@ -276,6 +277,17 @@ mod tests {
                 }
                 .into(),
                 Code::OutOfRange,
+            ),
+            (
+                RankError::ImplicitFailed {
+                    failed: 3,
+                    first: Box::new(RankError::PeerLost {
+                        rank: 1,
+                        reason: "gone".into(),
+                    }),
+                }
+                .into(),
+                Code::Unavailable,
             ),
             (Error::NotReady { rank: 0 }, Code::Unavailable),
             (Error::Unauthenticated("no token"), Code::Unauthenticated),

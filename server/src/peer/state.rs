@@ -35,6 +35,9 @@ pub(crate) struct RankState {
     /// Restarts of peers: their epochs, pending rejoins, and the rank's
     /// rejoin task's queue.
     pub rejoin: Rejoin,
+    /// Failed requests no handle waits for (`Rank::put_nbi`), for the next
+    /// `quiet`; every link's op table records into it.
+    pub implicit: std::sync::Arc<crate::peer::link::implicit::ImplicitFailures>,
 }
 
 /// What a rank knows of its peers' runs (see `rank::links`).
@@ -188,6 +191,7 @@ impl RankState {
             refusal: std::sync::Mutex::new(None),
             refused: tokio::sync::Notify::new(),
             rejoin,
+            implicit: Default::default(),
         }
     }
 

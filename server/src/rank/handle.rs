@@ -83,6 +83,22 @@ impl<T> OpHandle<T> {
         }
     }
 
+    /// Gives the op up to `quiet` (see [`Rank::put_nbi`](crate::Rank::put_nbi)):
+    /// a failure already in is returned; a later one goes to the next quiet.
+    pub(crate) fn detach(self) -> Result<()> {
+        match self.state {
+            State::Ready(r) => r.map(drop),
+            State::One(part, ..) => {
+                part.detach();
+                Ok(())
+            }
+            State::Remote(parts, ..) => {
+                parts.into_iter().for_each(Pending::detach);
+                Ok(())
+            }
+        }
+    }
+
     /// Waits for the op to complete at the target.
     pub async fn wait(self) -> Result<T> {
         match self.state {

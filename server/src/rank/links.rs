@@ -36,6 +36,13 @@ impl Links {
             .map(|s| s.as_ref().map(|l| l.read_locked().clone()))
     }
 
+    /// Runs `f` on `peer`'s link in place, without taking a reference to
+    /// it; `None` if `peer` is this rank or no rank.
+    pub fn with<R>(&self, peer: u32, f: impl FnOnce(&Arc<Link>) -> R) -> Option<R> {
+        let slot = self.slots.get(peer as usize)?.as_ref()?;
+        Some(f(&slot.read_locked()))
+    }
+
     /// Whether every link is idle ([`Link::is_idle`]), looked at in place.
     pub fn all_idle(&self) -> bool {
         self.slots

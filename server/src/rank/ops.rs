@@ -4,7 +4,7 @@
 
 use super::handle::{self, Finish, OpHandle};
 use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
-use crate::error::{AccessError, Result};
+use crate::error::{AccessError, Error, Result};
 use crate::peer::link::Link;
 use crate::peer::outbox::COALESCE_MAX;
 use crate::window::check_fits;
@@ -82,6 +82,36 @@ impl Rank {
             check(peer, op, None),
             handle::acked,
         ))
+    }
+
+    /// Implicit-completion put — OpenSHMEM's `put_nbi`, and `MPI_Put`'s
+    /// model: [`Rank::put_nb`] without a handle. It returns once `data` is
+    /// handed to the transport; the put completes by the next
+    /// [`Rank::quiet`], and if it fails (refused at the target, on a lost
+    /// link, at the op timeout), that quiet fails, naming it. What is
+    /// refused before anything is sent is refused here.
+    pub async fn put_nbi(&self, peer: u32, win: WindowId, offset: u64, data: &[u8]) -> Result<()> {
+        let op = OpKind::Put;
+        let w = self.window_for(op, peer, win)?;
+        w.check_range(offset, data.len() as u64)
+            .map_err(self.refused(op, peer))?;
+        // The message-rate path: a small put on a link that is up is
+        // queued in place — no handle, and no reference to the link taken.
+        if data.len() <= COALESCE_MAX && !self.state.rejoining(peer) {
+            let queued = self.links.with(peer, |link| {
+                (data.len() <= link.peer_max_payload).then(|| {
+                    let full = link.queue_put_implicit(win.0, offset, data)?;
+                    Ok::<_, Error>(full.then(|| link.clone()))
+                })
+            });
+            if let Some(Some(queued)) = queued {
+                if let Some(link) = queued? {
+                    link.flush().await;
+                }
+                return Ok(());
+            }
+        }
+        self.put_nb(peer, win, offset, data).await?.detach()
     }
 
     /// Reads `len` bytes at byte `offset` of `peer`'s window.

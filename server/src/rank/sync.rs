@@ -19,7 +19,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 impl Rank {
     /// Waits until every op this rank issued before the call has completed
-    /// at its target, for at most the op timeout.
+    /// at its target, for at most the op timeout. If requests issued without
+    /// a handle ([`Rank::put_nbi`]) failed since the last quiet, it then
+    /// fails with the first of them and their number.
     pub async fn quiet(&self) -> Result<()> {
         self.quiet_within(self.state.config.op_timeout).await
     }
@@ -28,9 +30,15 @@ impl Rank {
     /// the outstanding ops per peer.
     pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
         self.quiet_until(crate::deadline::after(timeout), timeout)
-            .await
+            .await?;
+        match self.state.implicit.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
+    /// Waits for every op issued before the call (a barrier's first step
+    /// too); failed implicit requests stay for the next `quiet`.
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
         // Most quiets (every barrier's) find nothing to wait for: no list
         // of links, tickets or reports for them.

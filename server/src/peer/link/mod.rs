@@ -9,6 +9,7 @@
 use super::handshake::Established;
 use super::outbox::{self, Outbox};
 
+pub(crate) mod implicit;
 mod send;
 mod waiter;
 use super::{FrameReader, RankState};
@@ -18,7 +19,7 @@ use bytes::{Bytes, BytesMut};
 use pld_proto::lock::Locked;
 use pld_proto::reply::{Answer, answer};
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{BarrierSignal, PeerPut, header::Body};
+use pld_proto::v1::{BarrierSignal, header::Body};
 use pld_proto::{Frame, MsgKind, OpKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,7 +83,7 @@ impl Link {
             writer: tokio::sync::Mutex::new(Some(est.writer)),
             outbox: Mutex::new(Outbox::default()),
             flush_wake: Notify::new(),
-            ops: Mutex::new(Table::default()),
+            ops: Mutex::new(Table::new(state.implicit.clone())),
             lost: OnceLock::new(),
             quiet_waiters: AtomicUsize::new(0),
             progress: Notify::new(),
@@ -145,36 +146,6 @@ impl Link {
         let issue = move |ops: &mut PeerOps<Waiter>, now| ops.issue(op, now, waiter);
         let id = self.write(op, body, payload, issue).await?;
         Ok(Pending::new(self.clone(), id))
-    }
-
-    /// Queues a put of at most `COALESCE_MAX` bytes (and at most one
-    /// frame): nothing is written here, so no await. Returns its handle
-    /// and whether the caller should [`Link::flush`] now (the outbox is
-    /// full).
-    pub fn queue_put(
-        self: Arc<Self>,
-        window: u32,
-        offset: u64,
-        payload: &[u8],
-    ) -> Result<(Pending, bool)> {
-        if let Some(e) = self.lost_error() {
-            return Err(e);
-        }
-        let issue = |ops: &mut PeerOps<Waiter>, now| ops.issue(OpKind::Put, now, Waiter::new(None));
-        let (id, full) = match self.state.checked {
-            // The common small op, and the message-rate benchmark's.
-            None => self.queue_put_frame(window, offset, payload, issue),
-            Some(_) => {
-                let body = Body::Put(PeerPut {
-                    window,
-                    offset,
-                    region: None,
-                });
-                self.queue(OpKind::Put, body, payload, issue)
-            }
-        };
-        // The caller's reference becomes the handle's: no second count.
-        Ok((Pending::new(self, id), full))
     }
 
     /// Sends a barrier message (one-way: id 0, no reply).

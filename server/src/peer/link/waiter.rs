@@ -9,6 +9,7 @@
 //! third of an 8-byte put's cost at the origin (its allocation, freed in
 //! bulk when a window of acks arrived, missed malloc's per-thread cache).
 
+use super::implicit::ImplicitFailures;
 use super::{Link, Reply};
 use crate::error::Result;
 use bytes::BytesMut;
@@ -30,6 +31,9 @@ pub(crate) enum Waiter {
     },
     /// The handle is gone: the reply is dropped (`quiet` still counts the op).
     Dropped,
+    /// No handle, ever ([`Rank::put_nbi`](crate::Rank::put_nbi)): a success
+    /// is dropped, a failure kept for the next `quiet`.
+    Implicit,
 }
 
 impl Waiter {
@@ -41,10 +45,12 @@ impl Waiter {
 
 /// A link's outstanding ops, and the replies of completed ones that their
 /// handles have yet to take.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Table {
     ops: PeerOps<Waiter>,
     done: Done,
+    /// The rank's record of failed implicit requests (shared by its links).
+    implicit: Arc<ImplicitFailures>,
 }
 
 /// The replies that completed ops' handles have yet to take.
@@ -89,9 +95,17 @@ impl DerefMut for Table {
 }
 
 impl Table {
+    pub(crate) fn new(implicit: Arc<ImplicitFailures>) -> Table {
+        Table {
+            ops: PeerOps::default(),
+            done: Done::default(),
+            implicit,
+        }
+    }
+
     /// Hands a completed op's reply to its handle, if it still has one.
     pub(crate) fn hand(&mut self, id: u64, waiter: Waiter, reply: Result<Reply>) {
-        hand(&mut self.done, id, waiter, reply);
+        hand(&mut self.done, &self.implicit, id, waiter, reply);
     }
 
     /// Completes the outstanding ops `first..=last` (a cumulative
@@ -105,11 +119,11 @@ impl Table {
         last: u64,
         mut reply: impl FnMut(&Outstanding<Waiter>, bool) -> Option<Result<Reply>>,
     ) -> usize {
-        let done = &mut self.done;
+        let (done, implicit) = (&mut self.done, &self.implicit);
         self.ops.complete_range(first, last, |op| {
             let live = matches!(op.waiter, Waiter::Live { .. });
             if let Some(r) = reply(&op, live) {
-                hand(done, op.id, op.waiter, r);
+                hand(done, implicit, op.id, op.waiter, r);
             }
         })
     }
@@ -126,12 +140,22 @@ impl Table {
     }
 }
 
-fn hand(done: &mut Done, id: u64, waiter: Waiter, reply: Result<Reply>) {
-    if let Waiter::Live { waker, .. } = waiter {
-        done.insert(id, reply);
-        if let Some(w) = waker {
-            w.wake();
+fn hand(
+    done: &mut Done,
+    implicit: &ImplicitFailures,
+    id: u64,
+    waiter: Waiter,
+    reply: Result<Reply>,
+) {
+    match (waiter, reply) {
+        (Waiter::Live { waker, .. }, reply) => {
+            done.insert(id, reply);
+            if let Some(w) = waker {
+                w.wake();
+            }
         }
+        (Waiter::Implicit, Err(e)) => implicit.record(e),
+        (Waiter::Implicit | Waiter::Dropped, _) => {}
     }
 }
 
@@ -184,6 +208,24 @@ impl Pending {
                 self.taken = true;
                 drop(t);
                 Poll::Ready(Err(self.link.lost_or_reset()))
+            }
+        }
+    }
+}
+
+impl Pending {
+    /// Gives the op up to `quiet` ([`Rank::put_nbi`](crate::Rank::put_nbi)):
+    /// no handle waits for it any more, and a failure — already in, or
+    /// still to come — goes to the rank's next `quiet`.
+    pub(crate) fn detach(mut self) {
+        self.taken = true;
+        let mut t = self.link.ops();
+        match t.ops.get_mut(self.id) {
+            Some(w) => *w = Waiter::Implicit,
+            None => {
+                if let Some(Err(e)) = t.done.remove(&self.id) {
+                    t.implicit.record(e);
+                }
             }
         }
     }
