@@ -109,9 +109,10 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Puts in flight before each `quiet` in msg_rate (OSU's window size).
-    /// Other than 64, the figure is named `msg_rate_w<N>`: a sweep splits a
-    /// window's time into its fixed part (one round trip) and the cost per
-    /// op. (MPI's message rate is its 8 B `put_bw`, a window of 64.)
+    /// Other than 64, the figures are named `msg_rate_w<N>` and
+    /// `msg_rate_nb_w<N>`: a sweep splits a window's time into its fixed
+    /// part (one round trip) and the cost per op. (MPI's message rate is
+    /// its 8 B `put_bw`, a window of 64.)
     #[arg(long, default_value_t = measure::WINDOW as u16, value_parser = clap::value_parser!(u16).range(1..))]
     window: u16,
     /// Mutual TLS between the benchmark's ranks, with this material (made
@@ -494,7 +495,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             }
         }
         if cli.wants("msg_rate") {
-            figs.push(bench.msg_rate().await?);
+            figs.extend(bench.msg_rate().await?);
         }
         if cli.wants("peak_mem") {
             if let Some(m) = peak_mem(std::process::id()) {

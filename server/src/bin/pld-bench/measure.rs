@@ -115,7 +115,8 @@ impl Bench<'_> {
         (iters_for(size, self.quick) / 10).max(if self.quick { 3 } else { 10 })
     }
 
-    /// A window of puts, then quiet; MB/s.
+    /// A window of puts, then quiet; MB/s. The puts are `put_nbi`s, as
+    /// the MPI peer's are `MPI_Put`s: no handle per op.
     pub async fn put_bw(&self, size: u64) -> R<Figure> {
         let buf = vec![7u8; size as usize];
         let (w, iters) = (window_for(size), self.bw_iters(size));
@@ -125,7 +126,7 @@ impl Bench<'_> {
                 t0 = Instant::now();
             }
             for _ in 0..w {
-                drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
+                self.rank.put_nbi(self.peer, self.data, 0, &buf).await?;
             }
             self.rank.quiet().await?;
         }
@@ -179,25 +180,35 @@ impl Bench<'_> {
         Ok(Figure::bw("bibw", size, mb / t0.elapsed().as_secs_f64()))
     }
 
-    /// 8-byte puts, a window at a time; messages per second.
-    pub async fn msg_rate(&self) -> R<Figure> {
+    /// 8-byte puts, a window at a time; messages per second: `msg_rate`
+    /// with `put_nbi` (no handle per op, like `MPI_Put`), `msg_rate_nb`
+    /// with `put_nb` and each handle dropped at once.
+    pub async fn msg_rate(&self) -> R<Vec<Figure>> {
         let buf = [7u8; 8];
         let iters = if self.quick { 100 } else { 1000 };
-        let mut t0 = Instant::now();
-        for i in 0..=iters {
-            if i == 1 {
-                t0 = Instant::now();
+        let mut figs = Vec::new();
+        for handles in [false, true] {
+            let mut t0 = Instant::now();
+            for i in 0..=iters {
+                if i == 1 {
+                    t0 = Instant::now();
+                }
+                for _ in 0..self.window {
+                    match handles {
+                        false => self.rank.put_nbi(self.peer, self.data, 0, &buf).await?,
+                        true => drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?),
+                    }
+                }
+                self.rank.quiet().await?;
             }
-            for _ in 0..self.window {
-                drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?);
-            }
-            self.rank.quiet().await?;
+            let n = (self.window * iters) as f64;
+            let nb = if handles { "_nb" } else { "" };
+            let name = match self.window {
+                WINDOW => format!("msg_rate{nb}"),
+                w => format!("msg_rate{nb}_w{w}"),
+            };
+            figs.push(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()));
         }
-        let n = (self.window * iters) as f64;
-        let name = match self.window {
-            WINDOW => "msg_rate".to_string(),
-            w => format!("msg_rate_w{w}"),
-        };
-        Ok(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()))
+        Ok(figs)
     }
 }
