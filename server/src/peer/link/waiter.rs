@@ -164,7 +164,7 @@ fn hand(
 pub(crate) struct Pending {
     link: Arc<Link>,
     id: u64,
-    /// The reply was taken: nothing is left to clean up.
+    /// The reply was taken, or the op detached: nothing is left to clean up.
     taken: bool,
 }
 
@@ -180,6 +180,22 @@ impl Pending {
     /// The link the op went out on.
     pub(crate) fn link(&self) -> &Arc<Link> {
         &self.link
+    }
+
+    /// Gives the op up to `quiet` ([`Rank::put_nbi`](crate::Rank::put_nbi)):
+    /// no handle waits for it any more, and a failure — already in, or
+    /// still to come — goes to the rank's next `quiet`.
+    pub(crate) fn detach(mut self) {
+        self.taken = true;
+        let mut t = self.link.ops();
+        match t.ops.get_mut(self.id) {
+            Some(w) => *w = Waiter::Implicit,
+            None => {
+                if let Some(Err(e)) = t.done.remove(&self.id) {
+                    t.implicit.record(e);
+                }
+            }
+        }
     }
 
     /// The reply, or the error: rejected, peer lost, or no reply within the
@@ -208,24 +224,6 @@ impl Pending {
                 self.taken = true;
                 drop(t);
                 Poll::Ready(Err(self.link.lost_or_reset()))
-            }
-        }
-    }
-}
-
-impl Pending {
-    /// Gives the op up to `quiet` ([`Rank::put_nbi`](crate::Rank::put_nbi)):
-    /// no handle waits for it any more, and a failure — already in, or
-    /// still to come — goes to the rank's next `quiet`.
-    pub(crate) fn detach(mut self) {
-        self.taken = true;
-        let mut t = self.link.ops();
-        match t.ops.get_mut(self.id) {
-            Some(w) => *w = Waiter::Implicit,
-            None => {
-                if let Some(Err(e)) = t.done.remove(&self.id) {
-                    t.implicit.record(e);
-                }
             }
         }
     }
