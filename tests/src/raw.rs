@@ -238,7 +238,14 @@ pub struct Faked {
     /// The real rank 0.
     pub rank: pld_server::Rank,
     /// The fake rank 1's end of rank 0's link.
-    pub fake: tokio::net::TcpStream,
+    pub end: FakeEnd,
+}
+
+/// The fake rank 1's end of rank 0's link: reads rank 0's frames, writes
+/// replies. Dropping it cuts the link.
+#[allow(missing_debug_implementations)]
+pub struct FakeEnd {
+    stream: tokio::net::TcpStream,
     buf: BytesMut,
     decoder: Decoder,
 }
@@ -253,22 +260,39 @@ impl Faked {
         c.op_timeout = op_timeout;
         c.security = pld_server::Security::Insecure;
         let rank = pld_server::Rank::start(c).await.unwrap();
-        let (_, fake, buf) = conns.recv().await.expect("rank 0 dialed the fake");
-        Faked {
-            rank,
-            fake,
+        let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed the fake");
+        let end = FakeEnd {
+            stream,
             buf,
             decoder: Decoder::new(8 << 20),
-        }
+        };
+        Faked { rank, end }
     }
 
+    /// Asserts that `e` is the refusal [`FakeEnd::refuse_one`] sent put
+    /// `id`, with `message`.
+    pub fn assert_refused_put(e: &pld_server::Error, id: u64, message: &str) {
+        match e {
+            pld_server::Error::Rejected {
+                rank: 1,
+                op: pld_proto::OpKind::Put,
+                id: got,
+                code: ErrorCode::OutOfRange,
+                message: m,
+            } if *got == id && m == message => {}
+            other => panic!("expected the refusal of put #{id} ({message}), got {other}"),
+        }
+    }
+}
+
+impl FakeEnd {
     /// The next frame rank 0 sent.
     pub async fn next(&mut self) -> Frame {
         loop {
             if let Some(f) = self.decoder.decode(&mut self.buf).unwrap() {
                 return f;
             }
-            let n = self.fake.read_buf(&mut self.buf).await.unwrap();
+            let n = self.stream.read_buf(&mut self.buf).await.unwrap();
             assert!(n > 0, "rank 0 closed the connection");
         }
     }
@@ -291,27 +315,12 @@ impl Faked {
         let refusal = frame::error_header(ids[bad], ErrorCode::OutOfRange, message.into());
         replies.extend_from_slice(&frame::encode(&refusal, &[]));
         replies.extend_from_slice(&ack(&ids[bad + 1..]));
-        self.fake.write_all(&replies).await.unwrap();
-    }
-
-    /// Asserts that `e` is the refusal [`Faked::refuse_one`] sent put
-    /// `id`, with `message`.
-    pub fn assert_refused_put(e: &pld_server::Error, id: u64, message: &str) {
-        match e {
-            pld_server::Error::Rejected {
-                rank: 1,
-                op: pld_proto::OpKind::Put,
-                id: got,
-                code: ErrorCode::OutOfRange,
-                message: m,
-            } if *got == id && m == message => {}
-            other => panic!("expected the refusal of put #{id} ({message}), got {other}"),
-        }
+        self.stream.write_all(&replies).await.unwrap();
     }
 
     /// Sends rank 0 a reply frame.
     pub async fn reply(&mut self, header: Header) {
-        self.fake
+        self.stream
             .write_all(&frame::encode(&header, &[]))
             .await
             .unwrap();

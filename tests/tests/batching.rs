@@ -108,10 +108,10 @@ fn a_refused_op_in_a_batch_fails_alone_naming_itself() {
         for i in 0..8u64 {
             handles.push(f.rank.put_nb(1, data, 8 * i, &[1; 8]).await.unwrap());
         }
-        let ids = f.ids(8).await;
+        let ids = f.end.ids(8).await;
         assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "ids {ids:?}");
         let bad = ids[3];
-        f.refuse_one(&ids, 3, "op four is out").await;
+        f.end.refuse_one(&ids, 3, "op four is out").await;
         for (i, h) in handles.into_iter().enumerate() {
             let r = h.wait().await;
             if i == 3 {
@@ -136,11 +136,11 @@ fn a_cumulative_ack_covering_an_op_it_does_not_answer_fails_that_op_alone() {
             .fetch_add_nb(1, data, 8, pld_proto::Dtype::Int64, 1)
             .await
             .unwrap();
-        let ids: Vec<u64> = [f.next().await, f.next().await, f.next().await]
+        let ids: Vec<u64> = [f.end.next().await, f.end.next().await, f.end.next().await]
             .iter()
             .map(|fr| fr.header.id)
             .collect();
-        f.reply(ack(ids[2], ids[0])).await;
+        f.end.reply(ack(ids[2], ids[0])).await;
         put.wait().await.unwrap();
         let e = get.wait().await.unwrap_err();
         assert_eq!(
@@ -164,10 +164,10 @@ fn a_batch_cut_by_a_lost_link_fails_the_ops_not_yet_acknowledged() {
         for i in 0..16u64 {
             handles.push(f.rank.put_nb(1, data, 8 * i, &[2; 8]).await.unwrap());
         }
-        let ids = f.ids(16).await;
-        f.reply(ack(ids[3], ids[0])).await;
-        let Faked { rank, fake, .. } = f;
-        drop(fake);
+        let ids = f.end.ids(16).await;
+        f.end.reply(ack(ids[3], ids[0])).await;
+        let Faked { rank, end } = f;
+        drop(end);
         for (i, h) in handles.into_iter().enumerate() {
             match (i < 4, h.wait().await) {
                 (true, r) => r.unwrap_or_else(|e| panic!("acknowledged op {i} failed: {e}")),
@@ -190,9 +190,9 @@ fn a_lone_op_is_sent_without_waiting_for_company() {
             .rank
             .notify_nb(1, data, 0, 1, pld_proto::NotifyOp::Set)
             .await;
-        let frame = f.next().await;
+        let frame = f.end.next().await;
         assert!(matches!(frame.header.body, Some(Body::Notify(_))));
-        f.reply(ack(frame.header.id, 0)).await;
+        f.end.reply(ack(frame.header.id, 0)).await;
         h.unwrap().wait().await.unwrap();
     });
 }
@@ -204,16 +204,16 @@ fn a_cumulative_ack_of_a_huge_range_costs_only_the_outstanding_ops() {
         let data = f.rank.window("data").unwrap();
         let a = f.rank.put_nb(1, data, 0, &[1; 8]).await.unwrap();
         let b = f.rank.put_nb(1, data, 8, &[1; 8]).await.unwrap();
-        let first = f.next().await.header.id;
-        f.next().await;
+        let first = f.end.next().await.header.id;
+        f.end.next().await;
         // Ids 1..u64::MAX: the origin walks only the two it holds.
-        f.reply(ack(u64::MAX, first)).await;
+        f.end.reply(ack(u64::MAX, first)).await;
         a.wait().await.unwrap();
         b.wait().await.unwrap();
         // The link goes on: the next op waits for its own ack.
         let c = f.rank.put_nb(1, data, 16, &[1; 8]).await.unwrap();
-        let id = f.next().await.header.id;
-        f.reply(ack(id, 0)).await;
+        let id = f.end.next().await.header.id;
+        f.end.reply(ack(id, 0)).await;
         c.wait().await.unwrap();
     });
 }

@@ -38,22 +38,24 @@ fn an_op_with_no_reply_fails_with_op_timeout_naming_op_id_and_rank() {
             other => panic!("expected OpTimeout, got {other}"),
         }
         // A late reply is ignored, and the link serves the next op.
-        let put = f.next().await;
-        f.reply(Header {
-            id: put.header.id,
-            body: Some(Body::Ack(Ack::default())),
-            checked: None,
-        })
-        .await;
+        let put = f.end.next().await;
+        f.end
+            .reply(Header {
+                id: put.header.id,
+                body: Some(Body::Ack(Ack::default())),
+                checked: None,
+            })
+            .await;
         let handle = f.rank.put_nb(1, data, 8, b"next").await.unwrap();
-        let frame = f.next().await;
+        let frame = f.end.next().await;
         assert!(matches!(frame.header.body, Some(Body::Put(_))));
-        f.reply(Header {
-            id: frame.header.id,
-            body: Some(Body::Ack(Ack::default())),
-            checked: None,
-        })
-        .await;
+        f.end
+            .reply(Header {
+                id: frame.header.id,
+                body: Some(Body::Ack(Ack::default())),
+                checked: None,
+            })
+            .await;
         handle.wait().await.unwrap();
         // quiet counts the timed-out op as done: nothing is outstanding.
         f.rank.quiet_within(Duration::from_secs(5)).await.unwrap();
@@ -83,8 +85,8 @@ fn every_outstanding_op_to_a_lost_peer_fails_with_peer_lost() {
             .await
             .unwrap();
         // The fake dies.
-        let Faked { rank, fake, .. } = f;
-        drop(fake);
+        let Faked { rank, end } = f;
+        drop(end);
         let lost = |e: Error| match e {
             Error::PeerLost { rank: 1, .. } => {}
             other => panic!("expected PeerLost naming rank 1, got {other}"),
@@ -107,13 +109,14 @@ fn a_refusal_reaches_the_origin_with_the_targets_code_and_message() {
         let mut f = Faked::start(Duration::from_secs(30)).await;
         let data = f.rank.window("data").unwrap();
         let handle = f.rank.put_nb(1, data, 0, b"refused").await.unwrap();
-        let frame = f.next().await;
-        f.reply(error_header(
-            frame.header.id,
-            ErrorCode::OutOfRange,
-            "no room here".into(),
-        ))
-        .await;
+        let frame = f.end.next().await;
+        f.end
+            .reply(error_header(
+                frame.header.id,
+                ErrorCode::OutOfRange,
+                "no room here".into(),
+            ))
+            .await;
         match handle.wait().await.unwrap_err() {
             Error::Rejected {
                 rank: 1,
@@ -138,7 +141,7 @@ fn a_put_larger_than_a_frame_is_sent_and_applied_frame_by_frame() {
         let handle = f.rank.put_nb(1, data, 4096, &bytes).await.unwrap();
         let mut parts = Vec::new();
         for _ in 0..4 {
-            let frame = f.next().await;
+            let frame = f.end.next().await;
             let Some(Body::Put(p)) = &frame.header.body else {
                 panic!("expected a put frame, got {:?}", frame.header);
             };
@@ -153,12 +156,13 @@ fn a_put_larger_than_a_frame_is_sent_and_applied_frame_by_frame() {
         // A reader between two of these acks sees part of the put: the op
         // completes only with the last.
         for (_, _, id) in &parts {
-            f.reply(Header {
-                id: *id,
-                body: Some(Body::Ack(Ack::default())),
-                checked: None,
-            })
-            .await;
+            f.end
+                .reply(Header {
+                    id: *id,
+                    body: Some(Body::Ack(Ack::default())),
+                    checked: None,
+                })
+                .await;
         }
         handle.wait().await.unwrap();
     });

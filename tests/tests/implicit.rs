@@ -5,14 +5,12 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use bytes::BytesMut;
-use pld_proto::frame::{Decoder, ack_header as ack};
-use pld_proto::{Frame, OpKind};
+use pld_proto::OpKind;
+use pld_proto::frame::ack_header as ack;
 use pld_server::{Error, TransportKind};
 use pld_tests::raw::Faked;
 use pld_tests::{Cluster, both, run};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// The quiet error's count and first failure.
 fn failures(r: pld_server::Result<()>) -> (u64, Error) {
@@ -81,27 +79,15 @@ fn a_put_nbi_refused_by_the_target_fails_the_next_quiet_naming_itself_once() {
         for i in 0..8u64 {
             f.rank.put_nbi(1, data, 8 * i, &[1; 8]).await.unwrap();
         }
-        let ids = f.ids(8).await;
+        let ids = f.end.ids(8).await;
         let bad = ids[3];
-        f.refuse_one(&ids, 3, "op four is out").await;
+        f.end.refuse_one(&ids, 3, "op four is out").await;
         let (failed, first) = failures(f.rank.quiet_within(Duration::from_secs(5)).await);
         assert_eq!(failed, 1, "only the refused put failed");
         Faked::assert_refused_put(&first, bad, "op four is out");
         // Reported once: the next quiet has nothing to say.
         f.rank.quiet_within(Duration::from_secs(5)).await.unwrap();
     });
-}
-
-/// Reads `n` frames off the fake's end of the link.
-async fn frames(fake: &mut tokio::net::TcpStream, n: usize) -> Vec<Frame> {
-    let (mut buf, mut dec, mut out) = (BytesMut::new(), Decoder::new(8 << 20), Vec::new());
-    while out.len() < n {
-        match dec.decode(&mut buf).unwrap() {
-            Some(f) => out.push(f),
-            None => assert!(fake.read_buf(&mut buf).await.unwrap() > 0, "rank 0 closed"),
-        }
-    }
-    out
 }
 
 #[test]
@@ -112,17 +98,20 @@ fn put_nbi_requests_cut_by_a_lost_link_fail_the_next_quiet_with_their_count() {
         for i in 0..16u64 {
             f.rank.put_nbi(1, data, 8 * i, &[2; 8]).await.unwrap();
         }
-        let ids = f.ids(16).await;
-        f.reply(ack(ids[3], ids[0])).await;
-        let Faked { rank, mut fake, .. } = f;
+        let ids = f.end.ids(16).await;
+        f.end.reply(ack(ids[3], ids[0])).await;
+        let Faked { rank, mut end } = f;
         // A put_nbi of two chunks (the fake's frames carry at most 1 MiB),
         // read off the link while it is written.
         let big = vec![3u8; 3 << 19];
-        let (put, chunks) =
-            tokio::join!(rank.put_nbi(1, data, 1 << 20, &big), frames(&mut fake, 2));
+        let (put, chunks) = tokio::join!(rank.put_nbi(1, data, 1 << 20, &big), end.ids(2));
         put.unwrap();
-        assert_eq!(chunks.len(), 2);
-        drop(fake);
+        assert_eq!(
+            chunks,
+            [ids[15] + 1, ids[15] + 2],
+            "the chunks follow the puts"
+        );
+        drop(end);
         let (failed, first) = failures(rank.quiet_within(Duration::from_secs(5)).await);
         assert_eq!(failed, 12 + 2, "the 12 unacknowledged puts and both chunks");
         assert!(matches!(first, Error::PeerLost { rank: 1, .. }), "{first}");
