@@ -7,12 +7,12 @@
 
 mod ack;
 mod fast;
-mod put;
+mod store;
 #[cfg(test)]
 mod test_rng;
 
 pub use ack::{AckFrame, encode_ack_head};
-pub use put::{PutFrame, encode_put_head};
+pub use store::{Store, StoreFrame, encode_store_head};
 
 use crate::v1::{ErrorCode, ErrorReply, Header, header::Body};
 use bytes::{Buf, BufMut, Bytes, BytesMut};

@@ -9,12 +9,13 @@
 //! - [`link`]: the origin side of one (origin, target) connection — issue
 //!   requests, match replies by id, fail everything when the peer is gone;
 //! - [`serve`]: the target side — apply requests to the windows in arrival
-//!   order and answer each ([`replies`]: answers from one read leave in one
-//!   write, consecutive acks merged into one cumulative ack).
+//!   order ([`apply`]) and answer each ([`replies`]: answers from one read
+//!   leave in one write, consecutive acks merged into one cumulative ack).
 //!
 //! Dependencies run one way: `serve` and `link` use `handshake`, all use
 //! `wire` and `state`.
 
+mod apply;
 pub(crate) mod handshake;
 pub(crate) mod link;
 pub(crate) mod outbox;

@@ -5,7 +5,7 @@
 use crate::transport::{PeerReader, PeerWriter};
 use bytes::{Buf, BytesMut};
 use pld_proto::Frame;
-use pld_proto::frame::{self, AckFrame, Decoder, FrameError, PutFrame};
+use pld_proto::frame::{self, AckFrame, Decoder, FrameError, StoreFrame};
 use pld_proto::v1::Header;
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -36,8 +36,8 @@ pub(crate) struct FrameReader {
     /// Payload bytes of the frame whose header was taken with
     /// [`FrameReader::try_head`] and that are still to be taken.
     owed: usize,
-    /// Bytes at the front of `buf` that `consume_put` / `consume_ack` took:
-    /// released by the next method that needs the stream's front
+    /// Bytes at the front of `buf` that `consume_store` / `consume_ack`
+    /// took: released by the next method that needs the stream's front
     /// ([`FrameReader::settle`]), so that a run of puts costs one
     /// `BytesMut::advance` instead of one per frame (~30 instructions each).
     taken: usize,
@@ -81,13 +81,14 @@ impl FrameReader {
         Ok(head)
     }
 
-    /// The next frame, if it is a plain put whose bytes are all buffered
-    /// (see [`Decoder::peek_put`]); take it with [`FrameReader::consume_put`].
-    pub fn peek_put(&self) -> Option<PutFrame> {
+    /// The next frame, if it is a plain put or atomic add whose bytes are
+    /// all buffered (see [`Decoder::peek_store`]); take it with
+    /// [`FrameReader::consume_store`].
+    pub fn peek_store(&self) -> Option<StoreFrame> {
         if self.owed != 0 {
             return None;
         }
-        self.decoder.peek_put(self.rest())
+        self.decoder.peek_store(self.rest())
     }
 
     /// The frame at the front if it is an ack without a payload, whole in
@@ -105,14 +106,14 @@ impl FrameReader {
         self.taken += a.len;
     }
 
-    /// The payload of the put `p` that [`FrameReader::peek_put`] found.
-    pub fn put_payload(&self, p: &PutFrame) -> &[u8] {
+    /// The payload of the store `p` that [`FrameReader::peek_store`] found.
+    pub fn store_payload(&self, p: &StoreFrame) -> &[u8] {
         let start = self.taken + p.head_len;
         &self.buf[start..start + p.payload_len]
     }
 
-    /// Takes the put `p` (header and payload) off the stream.
-    pub fn consume_put(&mut self, p: PutFrame) {
+    /// Takes the store `p` (header and payload) off the stream.
+    pub fn consume_store(&mut self, p: StoreFrame) {
         self.taken += p.head_len + p.payload_len;
     }
 

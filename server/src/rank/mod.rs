@@ -4,6 +4,7 @@
 //! simulated device embed the same code. See `docs/semantics.md` for the
 //! completion and ordering rules every op follows.
 
+mod atomic;
 mod checked;
 mod handle;
 mod links;

@@ -1,20 +1,17 @@
-//! The ops of a [`Rank`]: flat put and get, atomics, signals, fence —
-//! blocking and non-blocking. Regions are in `region.rs`, barriers, waits
-//! and quiet in `sync.rs`.
+//! The ops of a [`Rank`]: flat put and get, and signals — blocking and
+//! non-blocking. Atomics are in `atomic.rs`, regions in `region.rs`,
+//! barriers, waits and quiet in `sync.rs`.
 
 use super::handle::{self, Finish, OpHandle};
 use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
 use crate::error::{AccessError, Error, Result};
 use crate::peer::link::Link;
 use crate::peer::outbox::COALESCE_MAX;
-use crate::window::check_fits;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
 use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{
-    PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, PeerGet, PeerNotify, PeerPut, header::Body,
-};
-use pld_proto::{Dtype, Element, NotifyOp, OpKind};
+use pld_proto::v1::{PeerGet, PeerNotify, PeerPut, header::Body};
+use pld_proto::{Dtype, NotifyOp, OpKind};
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -98,19 +95,24 @@ impl Rank {
         // The message-rate path: a small put on a link that is up is
         // queued in place — no handle, and no reference to the link taken.
         if data.len() <= COALESCE_MAX && !self.state.rejoining(peer) {
-            let queued = self.links.with(peer, |link| {
-                (data.len() <= link.peer_max_payload).then(|| {
-                    let full = link.queue_put_implicit(win.0, offset, data)?;
-                    Ok::<_, Error>(full.then(|| link.clone()))
+            let queued = self
+                .links
+                .with(peer, |link| {
+                    (data.len() <= link.peer_max_payload).then(|| {
+                        let full = link.queue_put_implicit(win.0, offset, data)?;
+                        Ok::<_, Error>(full.then(|| link.clone()))
+                    })
                 })
-            });
-            if let Some(Some(queued)) = queued {
+                .flatten();
+            if let Some(queued) = queued {
                 if let Some(link) = queued? {
                     link.flush().await;
                 }
                 return Ok(());
             }
         }
+        // (A second look at the window and range: cheap next to the
+        // chunks of a put this large; a nested future per put_nb was not.)
         self.put_nb(peer, win, offset, data).await?.detach()
     }
 
@@ -197,183 +199,6 @@ impl Rank {
         .await
     }
 
-    /// Elementwise `peer_window[offset..] += operands`, atomic per element.
-    /// `operands` holds little-endian elements of `dtype`; `offset` and the
-    /// length must be multiples of the element size.
-    pub async fn atomic_add(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        operands: &[u8],
-    ) -> Result<()> {
-        self.atomic_add_nb(peer, win, offset, dtype, operands)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// [`Rank::atomic_add`] of typed elements.
-    pub async fn atomic_add_elems<T: Element>(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        values: &[T],
-    ) -> Result<()> {
-        let bytes = pld_proto::dtype::to_bytes(values);
-        self.atomic_add(peer, win, offset, T::DTYPE, &bytes).await
-    }
-
-    /// Non-blocking atomic add.
-    pub async fn atomic_add_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        operands: &[u8],
-    ) -> Result<OpHandle<()>> {
-        let op = OpKind::AtomicAdd;
-        let w = self.window_for(op, peer, win)?;
-        if dtype == Dtype::Unspecified {
-            return Err(self.refused(op, peer)(AccessError::UnknownDtype {
-                value: dtype as i32,
-            }));
-        }
-        w.check_elems(offset, operands.len() as u64, dtype)
-            .map_err(self.refused(op, peer))?;
-        let link = match self.target(peer).await? {
-            Target::Local => {
-                let bytes = offset..offset + operands.len() as u64;
-                self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::AtomicAdd)?;
-                return self.local_op(op, peer, w.atomic_add(offset, dtype, operands));
-            }
-            Target::Remote(link) => link,
-        };
-        // One frame (the common small add): no chunk plan, no span.
-        if operands.len() <= link.peer_max_payload {
-            let body = Body::AtomicAdd(PeerAtomicAdd {
-                window: win.0,
-                offset,
-                dtype: dtype as i32,
-                region: None,
-            });
-            let pending = link.send(op, body, operands).await?;
-            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
-        }
-        let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
-        let size = dtype.size() as u64;
-        let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
-        let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
-        let parts = region::send_chunks(&link, op, win, &t, operands, plan, usize::MAX)
-            .instrument(span)
-            .await?;
-        Ok(OpHandle::remote(
-            parts.into(),
-            check(peer, op, None),
-            handle::acked,
-        ))
-    }
-
-    /// Atomically adds `value` to the int32/int64 cell at `offset`; returns
-    /// the previous value.
-    pub async fn fetch_add(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        value: i64,
-    ) -> Result<i64> {
-        self.fetch_add_nb(peer, win, offset, dtype, value)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// Non-blocking fetch_add; the handle resolves with the previous value.
-    pub async fn fetch_add_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        value: i64,
-    ) -> Result<OpHandle<i64>> {
-        let op = OpKind::FetchAdd;
-        let w = self.window_for(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, value))
-            .map_err(self.refused(op, peer))?;
-        let body = Body::FetchAdd(PeerFetchAdd {
-            window: win.0,
-            offset,
-            dtype: dtype as i32,
-            value,
-        });
-        match self.target(peer).await? {
-            Target::Local => {
-                let apply = || w.fetch_add(offset, dtype, value);
-                let r = self.local_atomic(op, win, offset, dtype, AccessKind::FetchAdd, apply);
-                self.local_op(op, peer, r)
-            }
-            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
-        }
-    }
-
-    /// Atomically replaces the int32/int64 cell at `offset` by `desired` if
-    /// it holds `expected`; returns the previous value (equal to `expected`
-    /// exactly when it swapped).
-    pub async fn compare_swap(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        expected: i64,
-        desired: i64,
-    ) -> Result<i64> {
-        self.compare_swap_nb(peer, win, offset, dtype, expected, desired)
-            .await?
-            .wait()
-            .await
-    }
-
-    /// Non-blocking compare_swap.
-    pub async fn compare_swap_nb(
-        &self,
-        peer: u32,
-        win: WindowId,
-        offset: u64,
-        dtype: Dtype,
-        expected: i64,
-        desired: i64,
-    ) -> Result<OpHandle<i64>> {
-        let op = OpKind::CompareSwap;
-        let w = self.window_for(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, expected))
-            .and_then(|_| check_fits(op, dtype, desired))
-            .map_err(self.refused(op, peer))?;
-        let body = Body::CompareSwap(PeerCompareSwap {
-            window: win.0,
-            offset,
-            dtype: dtype as i32,
-            expected,
-            desired,
-        });
-        match self.target(peer).await? {
-            Target::Local => {
-                let apply = || w.compare_swap(offset, dtype, expected, desired);
-                let r = self.local_atomic(op, win, offset, dtype, AccessKind::CompareSwap, apply);
-                self.local_op(op, peer, r)
-            }
-            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
-        }
-    }
-
     /// Sets (`NotifyOp::Set`) or atomically adds to (`NotifyOp::AtomicAdd`)
     /// the int32 signal cell at `offset` of `peer`'s window.
     pub async fn notify(
@@ -426,7 +251,7 @@ impl Rank {
         }
     }
 
-    async fn single<T>(
+    pub(super) async fn single<T>(
         &self,
         link: &Arc<Link>,
         op: OpKind,

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const BENCHES: [&str; 13] = [
+const BENCHES: [&str; 14] = [
     "crypto_floor",
     "raw_rtt",
     "raw_bw",
@@ -44,6 +44,7 @@ const BENCHES: [&str; 13] = [
     "get_bw",
     "bibw",
     "msg_rate",
+    "acc_rate",
     "barrier_lat",
     "peak_mem",
 ];
@@ -58,8 +59,8 @@ const EXTRA: [&str; 2] = ["grpc", "scale"];
 #[command(name = "pld-bench", version)]
 struct Cli {
     /// What to measure: `all`, or any of raw_rtt raw_bw put_lat get_lat
-    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate barrier_lat peak_mem
-    /// crypto_floor; or `grpc`: the client plane's unary 8 B calls (health
+    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate acc_rate barrier_lat
+    /// peak_mem crypto_floor; or `grpc`: the client plane's unary 8 B calls (health
     /// Check, Put and Get to the own and a remote rank) over both transports
     /// and both progress modes, each as a ratio of the Check; or `scale`:
     /// `--ranks` processes (16,32,64) — time to form the cluster, memory
@@ -394,6 +395,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         "get_bw",
         "bibw",
         "msg_rate",
+        "acc_rate",
         "peak_mem",
     ];
     let mut daemon = None;
@@ -496,6 +498,9 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         }
         if cli.wants("msg_rate") {
             figs.extend(bench.msg_rate().await?);
+        }
+        if cli.wants("acc_rate") {
+            figs.extend(bench.acc_rate().await?);
         }
         if cli.wants("peak_mem") {
             if let Some(m) = peak_mem(std::process::id()) {

@@ -184,7 +184,39 @@ impl Bench<'_> {
     /// with `put_nbi` (no handle per op, like `MPI_Put`), `msg_rate_nb`
     /// with `put_nb` and each handle dropped at once.
     pub async fn msg_rate(&self) -> R<Vec<Figure>> {
-        let buf = [7u8; 8];
+        let (rank, peer, data, buf) = (self.rank, self.peer, self.data, [7u8; 8]);
+        self.window_rate("msg_rate", |handle| async move {
+            match handle {
+                false => rank.put_nbi(peer, data, 0, &buf).await,
+                true => rank.put_nb(peer, data, 0, &buf).await.map(drop),
+            }
+        })
+        .await
+    }
+
+    /// msg_rate's window, of int64 atomic adds to one counter: `acc_rate`
+    /// with `atomic_add_nbi`, `acc_rate_nb` with `atomic_add_nb` and the
+    /// handle dropped.
+    pub async fn acc_rate(&self) -> R<Vec<Figure>> {
+        let (rank, peer, data, one) = (self.rank, self.peer, self.data, 1i64.to_le_bytes());
+        let int64 = Dtype::Int64;
+        self.window_rate("acc_rate", |handle| async move {
+            match handle {
+                false => rank.atomic_add_nbi(peer, data, 0, int64, &one).await,
+                true => (rank.atomic_add_nb(peer, data, 0, int64, &one).await).map(drop),
+            }
+        })
+        .await
+    }
+
+    /// `self.window` ops (`op(false)`: without a handle; `op(true)`: with
+    /// one, dropped), then `quiet`, over and over; ops per second, as
+    /// `name` and `name_nb` (`_w<N>` after them with `--window N`).
+    async fn window_rate<F, Fut>(&self, name: &str, mut op: F) -> R<Vec<Figure>>
+    where
+        F: FnMut(bool) -> Fut,
+        Fut: std::future::Future<Output = pld_server::Result<()>>,
+    {
         let iters = if self.quick { 100 } else { 1000 };
         let mut figs = Vec::new();
         for handles in [false, true] {
@@ -194,18 +226,15 @@ impl Bench<'_> {
                     t0 = Instant::now();
                 }
                 for _ in 0..self.window {
-                    match handles {
-                        false => self.rank.put_nbi(self.peer, self.data, 0, &buf).await?,
-                        true => drop(self.rank.put_nb(self.peer, self.data, 0, &buf).await?),
-                    }
+                    op(handles).await?;
                 }
                 self.rank.quiet().await?;
             }
             let n = (self.window * iters) as f64;
             let nb = if handles { "_nb" } else { "" };
             let name = match self.window {
-                WINDOW => format!("msg_rate{nb}"),
-                w => format!("msg_rate{nb}_w{w}"),
+                WINDOW => format!("{name}{nb}"),
+                w => format!("{name}{nb}_w{w}"),
             };
             figs.push(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()));
         }

@@ -1,0 +1,262 @@
+//! The atomics of a [`Rank`]: atomic add (elementwise, with a handle or
+//! without), fetch_add and compare_swap. A small atomic add takes the
+//! put's path — queued in the outbox without an await, its frame head
+//! written by hand, applied at the target without a `Header` — so that
+//! counters updated many times before one `quiet` coalesce as puts do.
+
+use super::handle::{self, OpHandle};
+use super::{Rank, Target, WindowId, check, contiguous, region};
+use crate::error::{AccessError, Error, Result};
+use crate::peer::outbox::COALESCE_MAX;
+use crate::window::{Window, check_fits};
+use pld_proto::checked::AccessKind;
+use pld_proto::region::ChunkPlan;
+use pld_proto::v1::{PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, header::Body};
+use pld_proto::{Dtype, Element, OpKind};
+use tracing::Instrument;
+
+impl Rank {
+    /// Elementwise `peer_window[offset..] += operands`, atomic per element.
+    /// `operands` holds little-endian elements of `dtype`; `offset` and the
+    /// length must be multiples of the element size.
+    pub async fn atomic_add(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<()> {
+        self.atomic_add_nb(peer, win, offset, dtype, operands)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// [`Rank::atomic_add`] of typed elements.
+    pub async fn atomic_add_elems<T: Element>(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        values: &[T],
+    ) -> Result<()> {
+        let bytes = pld_proto::dtype::to_bytes(values);
+        self.atomic_add(peer, win, offset, T::DTYPE, &bytes).await
+    }
+
+    /// Non-blocking atomic add.
+    pub async fn atomic_add_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<OpHandle<()>> {
+        let w = self.check_add(peer, win, offset, dtype, operands)?;
+        let op = OpKind::AtomicAdd;
+        // Most ops find their link up: no await for it.
+        let target = match self.state.rejoining(peer) {
+            false => self.target_now(peer)?,
+            true => self.target(peer).await?,
+        };
+        let link = match target {
+            Target::Local => {
+                let bytes = offset..offset + operands.len() as u64;
+                self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::AtomicAdd)?;
+                return self.local_op(op, peer, w.atomic_add(offset, dtype, operands));
+            }
+            Target::Remote(link) => link,
+        };
+        // A small add (a counter's) is queued without an await, as a
+        // small put is.
+        if operands.len() <= link.peer_max_payload.min(COALESCE_MAX) {
+            let (pending, full) = link.queue_add(win.0, offset, dtype, operands)?;
+            if full {
+                pending.link().flush().await;
+            }
+            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
+        }
+        // One frame: no chunk plan, no span.
+        if operands.len() <= link.peer_max_payload {
+            let body = Body::AtomicAdd(PeerAtomicAdd {
+                window: win.0,
+                offset,
+                dtype: dtype as i32,
+                region: None,
+            });
+            let pending = link.send(op, body, operands).await?;
+            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
+        }
+        let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
+        let size = dtype.size() as u64;
+        let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
+        let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
+        let parts = region::send_chunks(&link, op, win, &t, operands, plan, usize::MAX)
+            .instrument(span)
+            .await?;
+        Ok(OpHandle::remote(
+            parts.into(),
+            check(peer, op, None),
+            handle::acked,
+        ))
+    }
+
+    /// Implicit-completion atomic add — OpenSHMEM's non-fetching
+    /// `shmem_atomic_add`, complete at the next `quiet`:
+    /// [`Rank::atomic_add_nb`] without a handle, as [`Rank::put_nbi`] is
+    /// [`Rank::put_nb`] without one. For counters that many updates hit
+    /// before one `quiet`; a failure fails that quiet, naming the add.
+    pub async fn atomic_add_nbi(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<()> {
+        self.check_add(peer, win, offset, dtype, operands)?;
+        // Queued in place, as a small put_nbi is.
+        if operands.len() <= COALESCE_MAX && !self.state.rejoining(peer) {
+            let queued = self
+                .links
+                .with(peer, |link| {
+                    (operands.len() <= link.peer_max_payload).then(|| {
+                        let full = link.queue_add_implicit(win.0, offset, dtype, operands)?;
+                        Ok::<_, Error>(full.then(|| link.clone()))
+                    })
+                })
+                .flatten();
+            if let Some(queued) = queued {
+                if let Some(link) = queued? {
+                    link.flush().await;
+                }
+                return Ok(());
+            }
+        }
+        // (As put_nbi's: the window and range are looked at again.)
+        self.atomic_add_nb(peer, win, offset, dtype, operands)
+            .await?
+            .detach()
+    }
+
+    /// The window `win` of an atomic add, once its dtype and range are
+    /// checked: what the origin refuses before anything is sent.
+    fn check_add(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        operands: &[u8],
+    ) -> Result<&Window> {
+        let op = OpKind::AtomicAdd;
+        let w = self.window_for(op, peer, win)?;
+        if dtype == Dtype::Unspecified {
+            return Err(self.refused(op, peer)(AccessError::UnknownDtype {
+                value: dtype as i32,
+            }));
+        }
+        w.check_elems(offset, operands.len() as u64, dtype)
+            .map_err(self.refused(op, peer))?;
+        Ok(w)
+    }
+
+    /// Atomically adds `value` to the int32/int64 cell at `offset`; returns
+    /// the previous value.
+    pub async fn fetch_add(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        value: i64,
+    ) -> Result<i64> {
+        self.fetch_add_nb(peer, win, offset, dtype, value)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// Non-blocking fetch_add; the handle resolves with the previous value.
+    pub async fn fetch_add_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        value: i64,
+    ) -> Result<OpHandle<i64>> {
+        let op = OpKind::FetchAdd;
+        let w = self.window_for(op, peer, win)?;
+        w.check_cell(op, offset, dtype)
+            .and_then(|_| check_fits(op, dtype, value))
+            .map_err(self.refused(op, peer))?;
+        let body = Body::FetchAdd(PeerFetchAdd {
+            window: win.0,
+            offset,
+            dtype: dtype as i32,
+            value,
+        });
+        match self.target(peer).await? {
+            Target::Local => {
+                let apply = || w.fetch_add(offset, dtype, value);
+                let r = self.local_atomic(op, win, offset, dtype, AccessKind::FetchAdd, apply);
+                self.local_op(op, peer, r)
+            }
+            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
+        }
+    }
+
+    /// Atomically replaces the int32/int64 cell at `offset` by `desired` if
+    /// it holds `expected`; returns the previous value (equal to `expected`
+    /// exactly when it swapped).
+    pub async fn compare_swap(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> Result<i64> {
+        self.compare_swap_nb(peer, win, offset, dtype, expected, desired)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// Non-blocking compare_swap.
+    pub async fn compare_swap_nb(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        expected: i64,
+        desired: i64,
+    ) -> Result<OpHandle<i64>> {
+        let op = OpKind::CompareSwap;
+        let w = self.window_for(op, peer, win)?;
+        w.check_cell(op, offset, dtype)
+            .and_then(|_| check_fits(op, dtype, expected))
+            .and_then(|_| check_fits(op, dtype, desired))
+            .map_err(self.refused(op, peer))?;
+        let body = Body::CompareSwap(PeerCompareSwap {
+            window: win.0,
+            offset,
+            dtype: dtype as i32,
+            expected,
+            desired,
+        });
+        match self.target(peer).await? {
+            Target::Local => {
+                let apply = || w.compare_swap(offset, dtype, expected, desired);
+                let r = self.local_atomic(op, win, offset, dtype, AccessKind::CompareSwap, apply);
+                self.local_op(op, peer, r)
+            }
+            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
+        }
+    }
+}
