@@ -40,6 +40,41 @@ fn window_for(size: u64) -> usize {
 
 type R<T> = anyhow::Result<T>;
 
+/// `$b.window` ops, then `quiet`, over and over; ops per second as
+/// `$name` (`$nbi`: an op without a handle) and `${name}_nb` (`$nb`: with
+/// one, dropped at once), `_w<N>` after them with `--window N`. A macro,
+/// not a function taking a closure: a future per op around the op's own
+/// cost the put window ~60 instructions an op (callgrind).
+macro_rules! window_rate {
+    ($b:expr, $name:expr, $nbi:expr, $nb:expr) => {{
+        let iters = if $b.quick { 100 } else { 1000 };
+        let mut figs = Vec::new();
+        for handles in [false, true] {
+            let mut t0 = Instant::now();
+            for i in 0..=iters {
+                if i == 1 {
+                    t0 = Instant::now();
+                }
+                for _ in 0..$b.window {
+                    match handles {
+                        false => $nbi.await?,
+                        true => drop($nb.await?),
+                    }
+                }
+                $b.rank.quiet().await?;
+            }
+            let n = ($b.window * iters) as f64;
+            let nb = if handles { "_nb" } else { "" };
+            let name = match $b.window {
+                WINDOW => format!("{}{nb}", $name),
+                w => format!("{}{nb}_w{w}", $name),
+            };
+            figs.push(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()));
+        }
+        Ok(figs)
+    }};
+}
+
 impl Bench<'_> {
     /// Mean time of `op` over the size's iterations, after a 10 % warm-up, in µs.
     async fn mean_us<F, Fut>(&self, size: u64, mut op: F) -> R<f64>
@@ -185,13 +220,12 @@ impl Bench<'_> {
     /// with `put_nb` and each handle dropped at once.
     pub async fn msg_rate(&self) -> R<Vec<Figure>> {
         let (rank, peer, data, buf) = (self.rank, self.peer, self.data, [7u8; 8]);
-        self.window_rate("msg_rate", |handle| async move {
-            match handle {
-                false => rank.put_nbi(peer, data, 0, &buf).await,
-                true => rank.put_nb(peer, data, 0, &buf).await.map(drop),
-            }
-        })
-        .await
+        window_rate!(
+            self,
+            "msg_rate",
+            rank.put_nbi(peer, data, 0, &buf),
+            rank.put_nb(peer, data, 0, &buf)
+        )
     }
 
     /// msg_rate's window, of int64 atomic adds to one counter: `acc_rate`
@@ -200,44 +234,11 @@ impl Bench<'_> {
     pub async fn acc_rate(&self) -> R<Vec<Figure>> {
         let (rank, peer, data, one) = (self.rank, self.peer, self.data, 1i64.to_le_bytes());
         let int64 = Dtype::Int64;
-        self.window_rate("acc_rate", |handle| async move {
-            match handle {
-                false => rank.atomic_add_nbi(peer, data, 0, int64, &one).await,
-                true => (rank.atomic_add_nb(peer, data, 0, int64, &one).await).map(drop),
-            }
-        })
-        .await
-    }
-
-    /// `self.window` ops (`op(false)`: without a handle; `op(true)`: with
-    /// one, dropped), then `quiet`, over and over; ops per second, as
-    /// `name` and `name_nb` (`_w<N>` after them with `--window N`).
-    async fn window_rate<F, Fut>(&self, name: &str, mut op: F) -> R<Vec<Figure>>
-    where
-        F: FnMut(bool) -> Fut,
-        Fut: std::future::Future<Output = pld_server::Result<()>>,
-    {
-        let iters = if self.quick { 100 } else { 1000 };
-        let mut figs = Vec::new();
-        for handles in [false, true] {
-            let mut t0 = Instant::now();
-            for i in 0..=iters {
-                if i == 1 {
-                    t0 = Instant::now();
-                }
-                for _ in 0..self.window {
-                    op(handles).await?;
-                }
-                self.rank.quiet().await?;
-            }
-            let n = (self.window * iters) as f64;
-            let nb = if handles { "_nb" } else { "" };
-            let name = match self.window {
-                WINDOW => format!("{name}{nb}"),
-                w => format!("{name}{nb}_w{w}"),
-            };
-            figs.push(Figure::rate(&name, 8, n / t0.elapsed().as_secs_f64()));
-        }
-        Ok(figs)
+        window_rate!(
+            self,
+            "acc_rate",
+            rank.atomic_add_nbi(peer, data, 0, int64, &one),
+            rank.atomic_add_nb(peer, data, 0, int64, &one)
+        )
     }
 }
