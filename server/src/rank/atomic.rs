@@ -5,15 +5,15 @@
 //! counters updated many times before one `quiet` coalesce as puts do.
 
 use super::handle::{self, OpHandle};
-use super::{Rank, Target, WindowId, check, contiguous, region};
-use crate::error::{AccessError, Error, Result};
+use super::{Rank, Target, WindowId, check};
+use crate::error::{AccessError, Result};
+use crate::peer::link::Link;
 use crate::peer::outbox::COALESCE_MAX;
 use crate::window::{Window, check_fits};
 use pld_proto::checked::AccessKind;
-use pld_proto::region::ChunkPlan;
 use pld_proto::v1::{PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, header::Body};
 use pld_proto::{Dtype, Element, OpKind};
-use tracing::Instrument;
+use std::sync::Arc;
 
 impl Rank {
     /// Elementwise `peer_window[offset..] += operands`, atomic per element.
@@ -78,29 +78,14 @@ impl Rank {
             }
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
-        // One frame: no chunk plan, no span.
-        if operands.len() <= link.peer_max_payload {
-            let body = Body::AtomicAdd(PeerAtomicAdd {
-                window: win.0,
-                offset,
-                dtype: dtype as i32,
-                region: None,
-            });
-            let pending = link.send(op, body, operands).await?;
-            return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
-        }
-        let span = tracing::debug_span!("atomic_add", peer, window = w.name(), offset, %dtype, len = operands.len());
-        let size = dtype.size() as u64;
-        let t = contiguous(dtype, offset / size, operands.len() as u64 / size);
-        let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
-        let parts = region::send_chunks(&link, op, win, &t, operands, plan, usize::MAX)
-            .instrument(span)
-            .await?;
-        Ok(OpHandle::remote(
-            parts.into(),
-            check(peer, op, None),
-            handle::acked,
-        ))
+        let body = Body::AtomicAdd(PeerAtomicAdd {
+            window: win.0,
+            offset,
+            dtype: dtype as i32,
+            region: None,
+        });
+        self.store_large(&link, peer, (win, w), body, dtype, offset, operands)
+            .await
     }
 
     /// Implicit-completion atomic add — OpenSHMEM's non-fetching
@@ -118,22 +103,12 @@ impl Rank {
     ) -> Result<()> {
         self.check_add(peer, win, offset, dtype, operands)?;
         // Queued in place, as a small put_nbi is.
-        if operands.len() <= COALESCE_MAX && !self.state.rejoining(peer) {
-            let queued = self
-                .links
-                .with(peer, |link| {
-                    (operands.len() <= link.peer_max_payload).then(|| {
-                        let full = link.queue_add_implicit(win.0, offset, dtype, operands)?;
-                        Ok::<_, Error>(full.then(|| link.clone()))
-                    })
-                })
-                .flatten();
-            if let Some(queued) = queued {
-                if let Some(link) = queued? {
-                    link.flush().await;
-                }
-                return Ok(());
+        let queue = |link: &Arc<Link>| link.queue_add_implicit(win.0, offset, dtype, operands);
+        if let Some(queued) = self.queue_in_place(peer, operands.len(), queue) {
+            if let Some(link) = queued? {
+                link.flush().await;
             }
+            return Ok(());
         }
         // (As put_nbi's: the window and range are looked at again.)
         self.atomic_add_nb(peer, win, offset, dtype, operands)
