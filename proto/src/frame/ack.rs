@@ -40,7 +40,7 @@ pub fn encode_ack_head(id: u64, first: u64, dst: &mut BytesMut) {
 /// [`encode_ack_head`] writes — exactly when `fast::decode` reads them as
 /// an ack; `None` otherwise.
 fn decode_ack(bytes: &[u8]) -> Option<(u64, u64)> {
-    match decode_flat(bytes, Some(&[ACK_FIELD]))? {
+    match decode_flat(bytes, [ACK_FIELD])? {
         (id, ACK_FIELD, v, last) if last <= 1 => Some((id, v[0])),
         _ => None,
     }

@@ -88,7 +88,7 @@ fn decode_store(bytes: &[u8]) -> Option<(u64, Store, u32, u64)> {
     }
     // Every small op's frame is peeked first: `decode_flat` turns away a
     // header whose body is not a store's before it parses the body.
-    let (id, field, v, last) = decode_flat(bytes, Some(&[PUT_FIELD, ADD_FIELD]))?;
+    let (id, field, v, last) = decode_flat(bytes, [PUT_FIELD, ADD_FIELD])?;
     let store = match field {
         PUT_FIELD if last <= 2 => Store::Put,
         // prost reads an int32 as the low 32 bits of the varint.
