@@ -196,11 +196,8 @@ impl Window {
         len: u64,
         dtype: Dtype,
     ) -> Result<Range<usize>, AccessError> {
-        let size = dtype.size();
-        // Element sizes are powers of two: a mask, not a division (which
-        // cost the small atomic add's path ~40 instructions per check).
-        debug_assert!(size == 0 || size.is_power_of_two(), "{dtype}");
-        let mask = (size as u64).wrapping_sub(1);
+        // Sizes are powers of two: a mask, not a division (~40 instructions).
+        let (size, mask) = (dtype.size(), (dtype.size() as u64).wrapping_sub(1));
         if offset & mask != 0 {
             return Err(AccessError::MisalignedOffset {
                 window: self.name.clone(),
