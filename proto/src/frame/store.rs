@@ -17,6 +17,8 @@
 
 use super::fast::{decode_flat, encode_flat_head, varint};
 use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
+use crate::v1::header::Body;
+use crate::v1::{PeerAtomicAdd, PeerPut};
 use bytes::BytesMut;
 
 /// The put's field number in `Header`.
@@ -35,6 +37,67 @@ pub enum Store {
         /// The `Dtype` value, unchecked.
         dtype: i32,
     },
+}
+
+impl Store {
+    /// The atomic add of `dtype` elements.
+    pub fn add(dtype: crate::Dtype) -> Store {
+        Store::AtomicAdd {
+            dtype: dtype as i32,
+        }
+    }
+
+    /// The op it is.
+    pub fn op(self) -> crate::OpKind {
+        match self {
+            Store::Put => crate::OpKind::Put,
+            Store::AtomicAdd { .. } => crate::OpKind::AtomicAdd,
+        }
+    }
+
+    /// Its frame's kind.
+    pub fn msg_kind(self) -> crate::MsgKind {
+        match self {
+            Store::Put => crate::MsgKind::Put,
+            Store::AtomicAdd { .. } => crate::MsgKind::AtomicAdd,
+        }
+    }
+
+    /// `body` as a plain store — `(store, window, offset)` — if it is a
+    /// put or an atomic add without a region; [`Store::body`]'s inverse.
+    pub fn of(body: &Body) -> Option<(Store, u32, u64)> {
+        match *body {
+            Body::Put(PeerPut {
+                window,
+                offset,
+                region: None,
+            }) => Some((Store::Put, window, offset)),
+            Body::AtomicAdd(PeerAtomicAdd {
+                window,
+                offset,
+                dtype,
+                region: None,
+            }) => Some((Store::AtomicAdd { dtype }, window, offset)),
+            _ => None,
+        }
+    }
+
+    /// Its request body for the generic path, without a region.
+    pub fn body(self, window: u32, offset: u64) -> Body {
+        match self {
+            Store::Put => Body::Put(PeerPut {
+                window,
+                offset,
+                region: None,
+            }),
+            Store::AtomicAdd { dtype } => Body::AtomicAdd(PeerAtomicAdd {
+                window,
+                offset,
+                dtype,
+                region: None,
+            }),
+        }
+    }
 }
 
 /// A store frame whose header and payload are all buffered.

@@ -11,7 +11,8 @@ use crate::peer::link::Link;
 use crate::peer::outbox::COALESCE_MAX;
 use crate::window::{Window, check_fits};
 use pld_proto::checked::AccessKind;
-use pld_proto::v1::{PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, header::Body};
+use pld_proto::frame::Store;
+use pld_proto::v1::{PeerCompareSwap, PeerFetchAdd, header::Body};
 use pld_proto::{Dtype, Element, OpKind};
 use std::sync::Arc;
 
@@ -72,20 +73,22 @@ impl Rank {
         // A small add (a counter's) is queued without an await, as a
         // small put is.
         if operands.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let (pending, full) = link.queue_add(win.0, offset, dtype, operands)?;
+            let (pending, full) = link.queue_store(Store::add(dtype), win.0, offset, operands)?;
             if full {
                 pending.link().flush().await;
             }
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
-        let body = Body::AtomicAdd(PeerAtomicAdd {
-            window: win.0,
+        self.store_large(
+            &link,
+            peer,
+            (win, w),
+            Store::add(dtype),
+            dtype,
             offset,
-            dtype: dtype as i32,
-            region: None,
-        });
-        self.store_large(&link, peer, (win, w), body, dtype, offset, operands)
-            .await
+            operands,
+        )
+        .await
     }
 
     /// Implicit-completion atomic add — OpenSHMEM's non-fetching
@@ -103,7 +106,8 @@ impl Rank {
     ) -> Result<()> {
         self.check_add(peer, win, offset, dtype, operands)?;
         // Queued in place, as a small put_nbi is.
-        let queue = |link: &Arc<Link>| link.queue_add_implicit(win.0, offset, dtype, operands);
+        let (store, window) = (Store::add(dtype), win.0);
+        let queue = |link: &Arc<Link>| link.queue_store_implicit(store, window, offset, operands);
         if let Some(queued) = self.queue_in_place(peer, operands.len(), queue) {
             if let Some(link) = queued? {
                 link.flush().await;

@@ -10,8 +10,9 @@ use crate::peer::outbox::COALESCE_MAX;
 use crate::window::Window;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
+use pld_proto::frame::Store;
 use pld_proto::region::ChunkPlan;
-use pld_proto::v1::{PeerGet, PeerNotify, PeerPut, header::Body};
+use pld_proto::v1::{PeerGet, PeerNotify, header::Body};
 use pld_proto::{Dtype, NotifyOp, OpKind};
 use std::sync::Arc;
 use tracing::Instrument;
@@ -53,42 +54,34 @@ impl Rank {
         // A small put (the common op) is queued without an await: no write
         // happens unless the outbox is full.
         if data.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let (pending, full) = link.queue_put(win.0, offset, data)?;
+            let (pending, full) = link.queue_store(Store::Put, win.0, offset, data)?;
             if full {
                 pending.link().flush().await;
             }
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
-        let body = Body::Put(PeerPut {
-            window: win.0,
-            offset,
-            region: None,
-        });
-        self.store_large(&link, peer, (win, w), body, Dtype::Int8, offset, data)
+        self.store_large(&link, peer, (win, w), Store::Put, Dtype::Int8, offset, data)
             .await
     }
 
-    /// A put or atomic add too large for the outbox (`body` its request
-    /// at `offset` of `win`, operands of `dtype`): written at once as one
-    /// frame, or streamed in chunks of whole elements.
+    /// A put or atomic add too large for the outbox (at `offset` of
+    /// `win`, its elements of `dtype`: int8 for a put): written at once as
+    /// one frame, or streamed in chunks of whole elements.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn store_large(
         &self,
         link: &Arc<Link>,
         peer: u32,
         (win, w): (WindowId, &Window),
-        body: Body,
+        store: Store,
         dtype: Dtype,
         offset: u64,
         data: &[u8],
     ) -> Result<OpHandle<()>> {
-        let op = match body {
-            Body::AtomicAdd(_) => OpKind::AtomicAdd,
-            _ => OpKind::Put,
-        };
+        let op = store.op();
         // One frame: no chunk plan, no span.
         if data.len() <= link.peer_max_payload {
-            let pending = link.send(op, body, data).await?;
+            let pending = link.send(op, store.body(win.0, offset), data).await?;
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
         let span = tracing::debug_span!("store", op = op.name(), peer, window = w.name(), offset, %dtype, len = data.len());
@@ -141,7 +134,7 @@ impl Rank {
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         // The message-rate path: a small put on a link that is up.
-        let queue = |link: &Arc<Link>| link.queue_put_implicit(win.0, offset, data);
+        let queue = |link: &Arc<Link>| link.queue_store_implicit(Store::Put, win.0, offset, data);
         if let Some(queued) = self.queue_in_place(peer, data.len(), queue) {
             if let Some(link) = queued? {
                 link.flush().await;

@@ -12,8 +12,8 @@ use bytes::BytesMut;
 use pld_proto::frame::{Store, encode_store_head};
 use pld_proto::lock::Locked;
 use pld_proto::track::PeerOps;
-use pld_proto::v1::{Header, PeerAtomicAdd, PeerPut, header::Body};
-use pld_proto::{Dtype, MsgKind, OpKind};
+use pld_proto::v1::{Header, header::Body};
+use pld_proto::{MsgKind, OpKind};
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
@@ -60,24 +60,10 @@ impl Link {
         id: impl FnOnce(&mut PeerOps<Waiter>, Instant) -> u64,
     ) -> (u64, bool) {
         debug_assert!(payload.len() <= COALESCE_MAX);
-        if self.state.checked.is_none() {
-            match body {
-                Body::Put(PeerPut {
-                    window,
-                    offset,
-                    region: None,
-                }) => return self.queue_store_frame(Store::Put, window, offset, payload, id),
-                Body::AtomicAdd(PeerAtomicAdd {
-                    window,
-                    offset,
-                    dtype,
-                    region: None,
-                }) => {
-                    let store = Store::AtomicAdd { dtype };
-                    return self.queue_store_frame(store, window, offset, payload, id);
-                }
-                _ => {}
-            }
+        if self.state.checked.is_none()
+            && let Some((store, window, offset)) = Store::of(&body)
+        {
+            return self.queue_store_frame(store, window, offset, payload, id);
         }
         let mut outbox = self.outbox.locked();
         let now = outbox.stamp();
@@ -89,62 +75,34 @@ impl Link {
         (header.id, full)
     }
 
-    /// Queues a put of at most `COALESCE_MAX` bytes (and at most one
-    /// frame): nothing is written here, so no await. Returns its handle
-    /// and whether the caller should [`Link::flush`] now (the outbox is
-    /// full).
-    pub fn queue_put(
+    /// Queues a put or atomic add of at most `COALESCE_MAX` bytes (and at
+    /// most one frame): nothing is written here, so no await. Returns its
+    /// handle and whether the caller should [`Link::flush`] now (the
+    /// outbox is full).
+    pub fn queue_store(
         self: Arc<Self>,
+        store: Store,
         window: u32,
         offset: u64,
         payload: &[u8],
     ) -> Result<(Pending, bool)> {
-        let (id, full) = self.queue_store_as(Store::Put, window, offset, payload, false)?;
+        let (id, full) = self.queue_store_as(store, window, offset, payload, false)?;
         // The caller's reference becomes the handle's: no second count.
         Ok((Pending::new(self, id), full))
     }
 
-    /// [`Link::queue_put`] for a put no handle waits for
-    /// ([`Rank::put_nbi`](crate::Rank::put_nbi)): its failure goes to the
-    /// next `quiet`. Returns whether the caller should flush now.
-    pub fn queue_put_implicit(
+    /// [`Link::queue_store`] for a store no handle waits for
+    /// ([`Rank::put_nbi`](crate::Rank::put_nbi),
+    /// [`Rank::atomic_add_nbi`](crate::Rank::atomic_add_nbi)): its failure
+    /// goes to the next `quiet`. Returns whether the caller should flush
+    /// now.
+    pub fn queue_store_implicit(
         self: &Arc<Self>,
+        store: Store,
         window: u32,
         offset: u64,
         payload: &[u8],
     ) -> Result<bool> {
-        let (_, full) = self.queue_store_as(Store::Put, window, offset, payload, true)?;
-        Ok(full)
-    }
-
-    /// [`Link::queue_put`] for an atomic add of `dtype` elements: the same
-    /// path, the frame an atomic add's.
-    pub fn queue_add(
-        self: Arc<Self>,
-        window: u32,
-        offset: u64,
-        dtype: Dtype,
-        payload: &[u8],
-    ) -> Result<(Pending, bool)> {
-        let store = Store::AtomicAdd {
-            dtype: dtype as i32,
-        };
-        let (id, full) = self.queue_store_as(store, window, offset, payload, false)?;
-        Ok((Pending::new(self, id), full))
-    }
-
-    /// [`Link::queue_add`] without a handle
-    /// ([`Rank::atomic_add_nbi`](crate::Rank::atomic_add_nbi)).
-    pub fn queue_add_implicit(
-        self: &Arc<Self>,
-        window: u32,
-        offset: u64,
-        dtype: Dtype,
-        payload: &[u8],
-    ) -> Result<bool> {
-        let store = Store::AtomicAdd {
-            dtype: dtype as i32,
-        };
         let (_, full) = self.queue_store_as(store, window, offset, payload, true)?;
         Ok(full)
     }
@@ -163,37 +121,18 @@ impl Link {
         if let Some(e) = self.lost_error() {
             return Err(e);
         }
-        let op = match store {
-            Store::Put => OpKind::Put,
-            Store::AtomicAdd { .. } => OpKind::AtomicAdd,
-        };
         // The waiter is made in place (a `Waiter` passed in is moved twice).
         let issue = |ops: &mut PeerOps<Waiter>, now| {
             let waiter = match implicit {
                 true => Waiter::Implicit,
                 false => Waiter::new(None),
             };
-            ops.issue(op, now, waiter)
+            ops.issue(store.op(), now, waiter)
         };
         Ok(match self.state.checked {
             // The common small ops, and the message-rate benchmark's.
             None => self.queue_store_frame(store, window, offset, payload, issue),
-            Some(_) => {
-                let body = match store {
-                    Store::Put => Body::Put(PeerPut {
-                        window,
-                        offset,
-                        region: None,
-                    }),
-                    Store::AtomicAdd { dtype } => Body::AtomicAdd(PeerAtomicAdd {
-                        window,
-                        offset,
-                        dtype,
-                        region: None,
-                    }),
-                };
-                self.queue(op, body, payload, issue)
-            }
+            Some(_) => self.queue(store.op(), store.body(window, offset), payload, issue),
         })
     }
 
@@ -216,11 +155,10 @@ impl Link {
         let id = self.take_id(|ops| id(ops, now));
         encode_store_head(id, store, window, offset, payload.len(), &mut outbox.buf);
         outbox.buf.extend_from_slice(payload);
-        let (op, kind) = match store {
-            Store::Put => (OpKind::Put, MsgKind::Put),
-            Store::AtomicAdd { .. } => (OpKind::AtomicAdd, MsgKind::AtomicAdd),
-        };
-        (id, self.queued(&mut outbox, op, kind, before))
+        (
+            id,
+            self.queued(&mut outbox, store.op(), store.msg_kind(), before),
+        )
     }
 
     /// Counts the frame just queued (from byte `before` on) and schedules
