@@ -320,8 +320,13 @@ impl FakeEnd {
 
     /// Sends rank 0 a reply frame.
     pub async fn reply(&mut self, header: Header) {
+        self.reply_with(header, &[]).await;
+    }
+
+    /// Sends rank 0 a reply frame carrying `payload`.
+    pub async fn reply_with(&mut self, header: Header, payload: &[u8]) {
         self.stream
-            .write_all(&frame::encode(&header, &[]))
+            .write_all(&frame::encode(&header, payload))
             .await
             .unwrap();
     }

@@ -7,6 +7,7 @@ use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
 use crate::error::{AccessError, Result};
 use crate::peer::link::Link;
 use crate::peer::outbox::COALESCE_MAX;
+use crate::transport::Raw;
 use crate::window::Window;
 use bytes::{Bytes, BytesMut};
 use pld_proto::checked::AccessKind;
@@ -184,6 +185,71 @@ impl Rank {
             Parts::Local(b) => Ok(OpHandle::ready(Ok(b))),
             Parts::Remote(parts) => Ok(OpHandle::remote(parts, check, handle::filled)),
         }
+    }
+
+    /// Implicit-completion get — OpenSHMEM's `shmem_getmem_nbi`, and
+    /// `MPI_Get`'s model: reads `len` bytes at byte `offset` of `peer`'s
+    /// window `win` into this rank's own window `dest` at `dest_offset`,
+    /// straight from the socket, with no handle. The bytes are there by the
+    /// next [`Rank::quiet`]; until then, and after a failed get, the
+    /// destination's values are undefined. A failure — refused at the
+    /// target, on a lost link, at the op timeout — fails that quiet, naming
+    /// it; what is refused before anything is sent (no such rank or window,
+    /// either range outside its window) is refused here. Many gets may land
+    /// in the same bytes, as many `MPI_Get`s may into one buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn get_nbi(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        len: u64,
+        dest: WindowId,
+        dest_offset: u64,
+    ) -> Result<()> {
+        let (op, me) = (OpKind::Get, self.rank());
+        let w = self.window_for(op, peer, win)?;
+        w.check_range(offset, len).map_err(self.refused(op, peer))?;
+        let d = self.window_for(op, me, dest)?;
+        let rows = d
+            .check_contiguous(dest_offset, len)
+            .map_err(self.refused(op, me))?;
+        let into = dest_offset..dest_offset + len;
+        let into = std::slice::from_ref(&into);
+        let link = match self.target(peer).await? {
+            Target::Local => {
+                let from = offset..offset + len;
+                self.check_local(op, win, std::slice::from_ref(&from), AccessKind::Get)?;
+                self.check_local(op, dest, into, AccessKind::Put)?;
+                // (A copy through a buffer: the ranges may overlap.)
+                let bytes = w.read(offset, len).map_err(self.refused(op, peer))?;
+                d.write(dest_offset, &bytes).map_err(self.refused(op, me))?;
+                self.state.stats.local(op);
+                return Ok(());
+            }
+            Target::Remote(link) => link,
+        };
+        // Checked mode: the landing is this rank's write of `dest`,
+        // recorded as the get is issued.
+        self.check_local(op, dest, into, AccessKind::Put)?;
+        // (One row: the destination is contiguous.)
+        let Some(row) = d.raw_rows(rows).next().filter(|r| r.len > 0) else {
+            return Ok(());
+        };
+        for (at, n) in pieces(row.len, self.state.config.max_payload) {
+            let body = Body::Get(PeerGet {
+                window: win.0,
+                offset: offset + at as u64,
+                len: n as u64,
+                region: None,
+            });
+            let part = Raw {
+                ptr: row.ptr.wrapping_add(at),
+                len: n,
+            };
+            link.get_landing(body, part).await?;
+        }
+        Ok(())
     }
 
     /// Issues a get of `buf.len()` bytes: one request per frame, each with

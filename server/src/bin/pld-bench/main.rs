@@ -491,6 +491,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             }
             if cli.wants("get_bw") {
                 figs.push(bench.get_bw(s).await?);
+                figs.push(bench.get_bw_nb(s).await?);
             }
             if cli.wants("bibw") {
                 figs.push(bench.bibw(s).await?);

@@ -169,9 +169,31 @@ impl Bench<'_> {
         Ok(Figure::bw("put_bw", size, mb / t0.elapsed().as_secs_f64()))
     }
 
-    /// A window of gets into the window's own reused buffers, then all of
-    /// them awaited; MB/s.
+    /// A window of gets into the same bytes of this rank's own window,
+    /// then quiet, as the MPI peer's `MPI_Get`s into one buffer then a
+    /// flush; MB/s. The gets are `get_nbi`s: no handle per op.
     pub async fn get_bw(&self, size: u64) -> R<Figure> {
+        let (w, iters) = (window_for(size), self.bw_iters(size));
+        let mut t0 = Instant::now();
+        for i in 0..=iters {
+            if i == 1 {
+                t0 = Instant::now();
+            }
+            for _ in 0..w {
+                let (data, peer) = (self.data, self.peer);
+                self.rank.get_nbi(peer, data, 0, size, data, 0).await?;
+            }
+            self.rank.quiet().await?;
+        }
+        let mb = (size * w as u64 * iters as u64) as f64 / 1e6;
+        Ok(Figure::bw("get_bw", size, mb / t0.elapsed().as_secs_f64()))
+    }
+
+    /// A window of gets, each with its handle, into buffers of their own
+    /// (reused from window to window), then all of them awaited; MB/s.
+    /// Its destinations span `window` times the size (64 MiB at 1 MiB),
+    /// not one buffer's bytes as `get_bw`'s do.
+    pub async fn get_bw_nb(&self, size: u64) -> R<Figure> {
         let (w, iters) = (window_for(size), self.bw_iters(size));
         let mut bufs: Vec<BytesMut> = (0..w).map(|_| BytesMut::zeroed(size as usize)).collect();
         let mut t0 = Instant::now();
@@ -188,7 +210,11 @@ impl Bench<'_> {
             }
         }
         let mb = (size * w as u64 * iters as u64) as f64 / 1e6;
-        Ok(Figure::bw("get_bw", size, mb / t0.elapsed().as_secs_f64()))
+        Ok(Figure::bw(
+            "get_bw_nb",
+            size,
+            mb / t0.elapsed().as_secs_f64(),
+        ))
     }
 
     /// Puts and gets at once (data flowing both ways on the link); MB/s of

@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use waiter::Table;
-pub(crate) use waiter::{Pending, Waiter};
+pub(crate) use waiter::{Pending, Sink, Waiter};
 
 /// A successful reply.
 #[derive(Debug)]
@@ -199,7 +199,12 @@ impl Link {
             c.acquire(s);
             ops = self.ops();
         }
-        let reply = self.reply(op.kind, id, frame.header.body, frame.payload);
+        let mut reply = self.reply(op.kind, id, frame.header.body, frame.payload);
+        // A get landing in window memory whose reply did not go there (the
+        // right length would have): the target answered it wrongly.
+        if let (Waiter::Landing(raw), Ok(r)) = (&op.waiter, &reply) {
+            reply = Err(self.wrong_landing(id, raw.len, r));
+        }
         self.finish(&mut ops, op, reply, std::time::Instant::now());
         drop(ops);
         self.wake_quiet();
@@ -275,6 +280,19 @@ impl Link {
         }
     }
 
+    /// The error of get `id`, of `want` bytes into window memory, answered
+    /// with `got`.
+    fn wrong_landing(&self, id: u64, want: usize, got: &Reply) -> Error {
+        let got = match got {
+            Reply::Data(d) => format!("{} bytes", d.len()),
+            other => format!("{other:?}"),
+        };
+        Error::Protocol {
+            rank: self.peer,
+            reason: format!("answered get #{id} of {want} bytes with {got}"),
+        }
+    }
+
     /// Counts a completed op (done at `now`) and hands its reply to its
     /// handle (with the table locked).
     fn finish(
@@ -293,14 +311,14 @@ impl Link {
         table.hand(op.id, op.waiter, reply);
     }
 
-    /// Completes get `id` with its reply read into `sink` (see
-    /// [`Table::take_sink`]); nothing if it failed meanwhile.
-    fn complete_filled(&self, id: u64, sink: BytesMut) {
+    /// Completes get `id` whose reply was read into its sink (see
+    /// [`Table::take_sink`]) with `reply`; nothing if it failed meanwhile.
+    fn complete_read(&self, id: u64, reply: Reply) {
         let mut ops = self.ops();
         if let Some(op) = ops.complete(id) {
             self.spin_for_replies(&ops);
             let now = std::time::Instant::now();
-            self.finish(&mut ops, op, Ok(Reply::Filled(sink)), now);
+            self.finish(&mut ops, op, Ok(reply), now);
         }
         drop(ops);
         self.wake_quiet();
@@ -509,15 +527,26 @@ async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
         let sink = matches!(header.body, Some(Body::GetReply(_)))
             .then(|| link.ops().take_sink(header.id, len))
             .flatten();
-        if let Some(mut sink) = sink {
-            let raw = crate::transport::Raw {
-                ptr: sink.as_mut_ptr(),
-                len: sink.len(),
+        if let Some(sink) = sink {
+            let (raw, reply) = match sink {
+                Sink::Buf(mut b) => {
+                    let raw = crate::transport::Raw {
+                        ptr: b.as_mut_ptr(),
+                        len: b.len(),
+                    };
+                    (raw, Reply::Filled(b))
+                }
+                // (Window memory outlives the link: the link holds the rank.)
+                Sink::Window(raw) => (raw, Reply::Ack),
             };
             if let Err(e) = reader.payload_into_raw(std::iter::once(raw)).await {
                 break e.to_string();
             }
-            link.complete_filled(header.id, sink);
+            if matches!(reply, Reply::Ack) {
+                // Window bytes changed: a `wait` on them looks again.
+                link.state.windows.board().changed();
+            }
+            link.complete_read(header.id, reply);
             continue;
         }
         match reader.payload().await {

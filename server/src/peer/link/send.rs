@@ -7,7 +7,7 @@
 use super::{Link, Pending, Waiter};
 use crate::error::Result;
 use crate::peer::outbox::{COALESCE_MAX, Outbox, WRITE_AT, write_after};
-use crate::transport::PeerWriter;
+use crate::transport::{PeerWriter, Raw};
 use bytes::BytesMut;
 use pld_proto::frame::{Store, encode_store_head};
 use pld_proto::lock::Locked;
@@ -105,6 +105,17 @@ impl Link {
     ) -> Result<bool> {
         let (_, full) = self.queue_store_as(store, window, offset, payload, true)?;
         Ok(full)
+    }
+
+    /// Issues a get (`body`) no handle waits for, whose reply's bytes land
+    /// in `into`, this rank's own window memory, straight from the socket
+    /// ([`Rank::get_nbi`](crate::Rank::get_nbi)): its failure goes to the
+    /// next `quiet`. Queued as any small request.
+    pub async fn get_landing(self: &Arc<Self>, body: Body, into: Raw) -> Result<()> {
+        let issue = move |ops: &mut PeerOps<Waiter>, now| {
+            ops.issue(OpKind::Get, now, Waiter::Landing(into))
+        };
+        self.write(OpKind::Get, body, &[], issue).await.map(drop)
     }
 
     // Inlined into each of its callers, as is `queue_store_frame`: as

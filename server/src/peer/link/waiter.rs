@@ -12,6 +12,7 @@
 use super::implicit::ImplicitFailures;
 use super::{Link, Reply};
 use crate::error::Result;
+use crate::transport::Raw;
 use bytes::BytesMut;
 use pld_proto::track::{Outstanding, PeerOps};
 use std::collections::HashMap;
@@ -34,6 +35,19 @@ pub(crate) enum Waiter {
     /// No handle, ever ([`Rank::put_nbi`](crate::Rank::put_nbi)): a success
     /// is dropped, a failure kept for the next `quiet`.
     Implicit,
+    /// No handle, ever, and the reply's bytes land in this rank's own
+    /// window memory ([`Rank::get_nbi`](crate::Rank::get_nbi)); otherwise
+    /// as `Implicit`.
+    Landing(Raw),
+}
+
+/// Where a get reply's bytes go straight from the socket.
+#[derive(Debug)]
+pub(crate) enum Sink {
+    /// The op's own buffer, handed back filled ([`Reply::Filled`]).
+    Buf(BytesMut),
+    /// This rank's window memory (the op stays a [`Waiter::Landing`]).
+    Window(Raw),
 }
 
 impl Waiter {
@@ -128,13 +142,15 @@ impl Table {
         })
     }
 
-    /// The sink of op `id` if it is a get waiting with a buffer of exactly
-    /// `len` bytes; the op stays outstanding until its reply is in.
-    pub(crate) fn take_sink(&mut self, id: u64, len: usize) -> Option<BytesMut> {
+    /// The sink of op `id` if it is a get waiting with a buffer, or landing
+    /// in window memory, of exactly `len` bytes; the op stays outstanding
+    /// until its reply is in.
+    pub(crate) fn take_sink(&mut self, id: u64, len: usize) -> Option<Sink> {
         match self.ops.get_mut(id)? {
             Waiter::Live { sink, .. } if sink.as_ref().is_some_and(|s| s.len() == len) => {
-                sink.take()
+                sink.take().map(Sink::Buf)
             }
+            Waiter::Landing(raw) if raw.len == len => Some(Sink::Window(*raw)),
             _ => None,
         }
     }
@@ -154,8 +170,8 @@ fn hand(
                 w.wake();
             }
         }
-        (Waiter::Implicit, Err(e)) => implicit.record(e),
-        (Waiter::Implicit | Waiter::Dropped, _) => {}
+        (Waiter::Implicit | Waiter::Landing(_), Err(e)) => implicit.record(e),
+        (Waiter::Implicit | Waiter::Landing(_) | Waiter::Dropped, _) => {}
     }
 }
 
