@@ -179,7 +179,14 @@ impl SpinTcp {
                 self.last_active.store(now, Ordering::Relaxed);
                 true
             }
-            since => now.saturating_sub(since) < self.idle_ns,
+            since if now.saturating_sub(since) < self.idle_ns => true,
+            // Idle: the next empty poll (after a wake-up that brought
+            // nothing) looks at the clock again rather than spinning for
+            // another `CLOCK_EVERY`.
+            _ => {
+                self.misses.store(0, Ordering::Relaxed);
+                false
+            }
         }
     }
 
@@ -203,15 +210,19 @@ impl SpinTcp {
                     if spins && self.spinning() {
                         return again(cx);
                     }
-                    if read {
+                    if read && !spins {
                         if let Ok(mut w) = self.parked_reader.lock() {
                             *w = Some(cx.waker().clone());
                         }
-                        // Spinning may have been turned on meanwhile.
-                        if self.read_spins.load(Ordering::Acquire) && self.spinning() {
-                            return again(cx);
+                        // Spinning may have been turned on meanwhile (and
+                        // the waker taken before it was left): read again.
+                        if self.read_spins.load(Ordering::Acquire) {
+                            continue;
                         }
                     }
+                    // Idle (or not to spin): wait for readiness. (Asking
+                    // `spinning` again here would restart its count, and an
+                    // idle socket would never stop spinning.)
                     let ready = if read {
                         self.fd.poll_read_ready(cx)
                     } else {
@@ -270,5 +281,120 @@ impl SpinTcp {
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
             r => r,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Wake, Waker};
+
+    /// Counts the wakes of the task it stands for.
+    struct Wakes(AtomicUsize);
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A connected loopback pair.
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (a, l.accept().unwrap().0)
+    }
+
+    /// Polls a read on `s` until a poll is left to readiness — Pending
+    /// without asking to be polled again — and says after how many; `None`
+    /// if it still spins after `limit`.
+    fn polls_until_parked(s: &SpinTcp, wakes: &Arc<Wakes>, limit: usize) -> Option<usize> {
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut buf = [0u8; 16];
+        for i in 1..=limit {
+            let before = wakes.0.load(Ordering::SeqCst);
+            let mut rb = ReadBuf::new(&mut buf);
+            match s.poll_read(&mut cx, &mut rb) {
+                Poll::Ready(r) => panic!("read {r:?} from a silent peer"),
+                Poll::Pending if wakes.0.load(Ordering::SeqCst) == before => return Some(i),
+                Poll::Pending => {}
+            }
+        }
+        None
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_idle_socket_stops_spinning_and_waits_for_readiness() {
+        let rt = runtime();
+        let _in = rt.enter();
+        let (a, mut b) = pair();
+        let s = SpinTcp::new(a, Duration::ZERO, false).unwrap();
+        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+        let polls = polls_until_parked(&s, &wakes, 10 * CLOCK_EVERY as usize)
+            .expect("an idle socket never stopped spinning");
+        assert!(
+            polls <= CLOCK_EVERY as usize + 1,
+            "parked after {polls} polls"
+        );
+        // Once idle, a wake-up that brings nothing parks it again at once.
+        assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
+        // The next byte is read as soon as the task is polled.
+        b.write_all(b"x").unwrap();
+        let waker = Waker::from(wakes.clone());
+        let mut buf = [0u8; 4];
+        let mut rb = ReadBuf::new(&mut buf);
+        let mut cx = Context::from_waker(&waker);
+        let read = loop {
+            if let Poll::Ready(r) = s.poll_read(&mut cx, &mut rb) {
+                break r;
+            }
+        };
+        read.unwrap();
+        assert_eq!(rb.filled(), b"x");
+    }
+
+    #[test]
+    fn an_active_socket_keeps_spinning_within_its_idle_time() {
+        let rt = runtime();
+        let _in = rt.enter();
+        let (a, _b) = pair();
+        let s = SpinTcp::new(a, Duration::from_secs(3600), false).unwrap();
+        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+        let limit = 4 * CLOCK_EVERY as usize;
+        assert_eq!(polls_until_parked(&s, &wakes, limit), None);
+    }
+
+    #[test]
+    fn a_reader_with_no_replies_due_parks_at_once_and_wakes_when_one_is() {
+        let rt = runtime();
+        let _in = rt.enter();
+        let (a, _b) = pair();
+        let s = SpinTcp::new(a, Duration::from_secs(3600), false).unwrap();
+        s.want_replies(false);
+        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+        assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
+        s.want_replies(true);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            1,
+            "issuing an op wakes the reader"
+        );
+        assert_eq!(
+            polls_until_parked(&s, &wakes, 2 * CLOCK_EVERY as usize),
+            None
+        );
     }
 }
