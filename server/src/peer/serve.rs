@@ -89,6 +89,9 @@ async fn serve(state: Arc<RankState>, est: Established) {
     tracing::debug!(%remote, "peer connected");
     drop(_e);
     let mut out = Replies::with_capacity(64 * 1024);
+    // A barrier signal was taken since the last read: the barrier task it
+    // woke runs before the next read (see `run_reader` in `link`).
+    let mut signalled = false;
     let reason = loop {
         // A plain put or atomic add whole in the buffer (the common small
         // ops) is applied straight from its fields; everything else takes
@@ -120,6 +123,9 @@ async fn serve(state: Arc<RankState>, est: Established) {
                     && let Err(e) = flush(&state, &mut writer, &mut out).await
                 {
                     break format!("write failed: {e}");
+                }
+                if std::mem::take(&mut signalled) {
+                    tokio::task::yield_now().await;
                 }
                 match reader.fill().await {
                     Ok(()) => continue,
@@ -176,6 +182,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
             continue;
         }
+        signalled |= matches!(header.body, Some(Body::Barrier(_)));
         let write_raw = writer.writes_raw();
         // A payload already buffered is served where it lies.
         let served = if reader.payload_buffered() {

@@ -117,6 +117,11 @@ impl FrameReader {
         self.taken += p.head_len + p.payload_len;
     }
 
+    /// Whether nothing is buffered: the next frame needs a read.
+    pub fn drained(&self) -> bool {
+        self.owed == 0 && self.rest().is_empty()
+    }
+
     /// Whether the current frame's payload is all buffered.
     pub fn payload_buffered(&self) -> bool {
         self.rest().len() >= self.owed
