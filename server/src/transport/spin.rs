@@ -329,20 +329,25 @@ mod tests {
         None
     }
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
+    /// A runtime, a `SpinTcp` with this idle time on one end of a loopback
+    /// pair (the other end is returned), and a fresh wake counter.
+    fn spin_socket(idle: Duration) -> (tokio::runtime::Runtime, SpinTcp, TcpStream, Arc<Wakes>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()
-            .unwrap()
+            .unwrap();
+        let (a, b) = pair();
+        let s = {
+            let _in = rt.enter();
+            SpinTcp::new(a, idle, false).unwrap()
+        };
+        (rt, s, b, Arc::new(Wakes(AtomicUsize::new(0))))
     }
 
     #[test]
     fn an_idle_socket_stops_spinning_and_waits_for_readiness() {
-        let rt = runtime();
+        let (rt, s, mut b, wakes) = spin_socket(Duration::ZERO);
         let _in = rt.enter();
-        let (a, mut b) = pair();
-        let s = SpinTcp::new(a, Duration::ZERO, false).unwrap();
-        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
         let polls = polls_until_parked(&s, &wakes, 10 * CLOCK_EVERY as usize)
             .expect("an idle socket never stopped spinning");
         assert!(
@@ -357,10 +362,12 @@ mod tests {
         let mut buf = [0u8; 4];
         let mut rb = ReadBuf::new(&mut buf);
         let mut cx = Context::from_waker(&waker);
+        let deadline = Instant::now() + Duration::from_secs(10);
         let read = loop {
             if let Poll::Ready(r) = s.poll_read(&mut cx, &mut rb) {
                 break r;
             }
+            assert!(Instant::now() < deadline, "the byte written never arrived");
         };
         read.unwrap();
         assert_eq!(rb.filled(), b"x");
@@ -368,23 +375,17 @@ mod tests {
 
     #[test]
     fn an_active_socket_keeps_spinning_within_its_idle_time() {
-        let rt = runtime();
+        let (rt, s, _b, wakes) = spin_socket(Duration::from_secs(3600));
         let _in = rt.enter();
-        let (a, _b) = pair();
-        let s = SpinTcp::new(a, Duration::from_secs(3600), false).unwrap();
-        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
         let limit = 4 * CLOCK_EVERY as usize;
         assert_eq!(polls_until_parked(&s, &wakes, limit), None);
     }
 
     #[test]
     fn a_reader_with_no_replies_due_parks_at_once_and_wakes_when_one_is() {
-        let rt = runtime();
+        let (rt, s, _b, wakes) = spin_socket(Duration::from_secs(3600));
         let _in = rt.enter();
-        let (a, _b) = pair();
-        let s = SpinTcp::new(a, Duration::from_secs(3600), false).unwrap();
         s.want_replies(false);
-        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
         assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
         s.want_replies(true);
         assert_eq!(
