@@ -89,9 +89,6 @@ async fn serve(state: Arc<RankState>, est: Established) {
     tracing::debug!(%remote, "peer connected");
     drop(_e);
     let mut out = Replies::with_capacity(64 * 1024);
-    // A barrier signal was taken since the last read: the barrier task it
-    // woke runs before the next read (see `run_reader` in `link`).
-    let mut signalled = false;
     let reason = loop {
         // A plain put or atomic add whole in the buffer (the common small
         // ops) is applied straight from its fields; everything else takes
@@ -123,9 +120,6 @@ async fn serve(state: Arc<RankState>, est: Established) {
                     && let Err(e) = flush(&state, &mut writer, &mut out).await
                 {
                     break format!("write failed: {e}");
-                }
-                if std::mem::take(&mut signalled) {
-                    tokio::task::yield_now().await;
                 }
                 match reader.fill().await {
                     Ok(()) => continue,
@@ -182,7 +176,10 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
             continue;
         }
-        signalled |= matches!(header.body, Some(Body::Barrier(_)));
+        // A barrier signal wakes the barrier task: it runs before the next read.
+        if matches!(header.body, Some(Body::Barrier(_))) {
+            reader.woke_a_task();
+        }
         let write_raw = writer.writes_raw();
         // A payload already buffered is served where it lies.
         let served = if reader.payload_buffered() {

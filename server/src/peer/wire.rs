@@ -41,6 +41,10 @@ pub(crate) struct FrameReader {
     /// ([`FrameReader::settle`]), so that a run of puts costs one
     /// `BytesMut::advance` instead of one per frame (~30 instructions each).
     taken: usize,
+    /// A frame taken since the last read woke a task (see
+    /// [`FrameReader::woke_a_task`]): the next [`FrameReader::fill`]
+    /// yields first.
+    yield_first: bool,
 }
 
 impl FrameReader {
@@ -56,6 +60,7 @@ impl FrameReader {
             decoder,
             owed: 0,
             taken: 0,
+            yield_first: false,
         }
     }
 
@@ -115,11 +120,6 @@ impl FrameReader {
     /// Takes the store `p` (header and payload) off the stream.
     pub fn consume_store(&mut self, p: StoreFrame) {
         self.taken += p.head_len + p.payload_len;
-    }
-
-    /// Whether nothing is buffered: the next frame needs a read.
-    pub fn drained(&self) -> bool {
-        self.owed == 0 && self.rest().is_empty()
     }
 
     /// Whether the current frame's payload is all buffered.
@@ -205,9 +205,23 @@ impl FrameReader {
         self.decoder.decode(&mut self.buf)
     }
 
+    /// Says that the frame just taken woke a task (a reply's caller, a
+    /// barrier's): the next [`FrameReader::fill`] — a read because nothing
+    /// more is buffered — yields first, so that the task runs before a read
+    /// that most likely finds nothing (the next frame is a round trip
+    /// away). On a lone op's path that read, and the reactor check of a
+    /// reader with nothing outstanding, were two `recv`s between its reply
+    /// and its caller (~0.5 us here; docs/PERFORMANCE.md, tenth pass).
+    pub fn woke_a_task(&mut self) {
+        self.yield_first = true;
+    }
+
     /// One read from the socket into the buffer.
     pub async fn fill(&mut self) -> Result<(), ReadError> {
         self.settle();
+        if std::mem::take(&mut self.yield_first) {
+            tokio::task::yield_now().await;
+        }
         if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
             self.buf.reserve(READ_CHUNK);
         }

@@ -496,20 +496,11 @@ async fn sweep(link: Arc<Link>) {
     }
 }
 
-/// Reads replies until the connection ends, then fails the link.
-///
-/// Once a reply has been handed over and nothing more is buffered, the
-/// reader yields before it reads again: the caller it woke runs first. (A
-/// read straight away finds nothing — the next reply is a round trip
-/// away — and, with no op outstanding, parks the reader on the reactor: on
-/// a lone op's path, two `recv`s and a readiness check between its reply
-/// and its caller, ~0.5 us here; docs/PERFORMANCE.md.)
+/// Reads replies until the connection ends, then fails the link. Each
+/// reply handed over lets its caller run before the next read
+/// ([`FrameReader::woke_a_task`]).
 async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
-    let mut delivered = false;
     let reason = loop {
-        if std::mem::take(&mut delivered) && reader.drained() {
-            tokio::task::yield_now().await;
-        }
         // An ack (the reply to most small ops) is taken straight from its
         // fields; everything else takes the general path.
         if let Some(a) = reader.peek_ack() {
@@ -518,7 +509,7 @@ async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
             link.state.stats.received(MsgKind::Ack, a.len);
             let first = if a.first == 0 { a.id } else { a.first };
             link.deliver_acks(first, a.id);
-            delivered = true;
+            reader.woke_a_task();
             continue;
         }
         let (header, len) = match reader.try_head() {
@@ -559,13 +550,13 @@ async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
                 link.state.windows.board().changed();
             }
             link.complete_read(header.id, reply);
-            delivered = true;
+            reader.woke_a_task();
             continue;
         }
         match reader.payload().await {
             Ok(payload) => {
                 link.deliver(Frame { header, payload });
-                delivered = true;
+                reader.woke_a_task();
             }
             Err(e) => break e.to_string(),
         }
