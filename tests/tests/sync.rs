@@ -386,20 +386,25 @@ both!(
     }
 );
 
+/// Rank 0, with rank 1 a fake that accepts requests and never answers;
+/// hold the second value for as long as the fake should stay.
+async fn rank_beside_a_silent_fake() -> (Rank, impl Sized) {
+    let peers = loopback_peers(2);
+    let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
+    let mut conns = pld_tests::raw::fake_rank(listener, 1, 2).await;
+    let mut c = rank_config(0, &peers, TransportKind::Tcp);
+    c.op_timeout = Duration::from_secs(30);
+    // The fake speaks plain TCP.
+    c.security = pld_server::Security::Insecure;
+    let r = Rank::start(c).await.unwrap();
+    let held = conns.recv().await;
+    (r, (conns, held))
+}
+
 #[test]
 fn a_quiet_that_cannot_finish_lists_the_outstanding_ops_per_peer() {
     pld_tests::run(Duration::from_secs(60), async {
-        // Rank 1 is a fake that accepts requests and never answers.
-        let t = TransportKind::Tcp;
-        let peers = loopback_peers(2);
-        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
-        let mut conns = pld_tests::raw::fake_rank(listener, 1, 2).await;
-        let mut c = rank_config(0, &peers, t);
-        c.op_timeout = Duration::from_secs(30);
-        // The fake speaks plain TCP.
-        c.security = pld_server::Security::Insecure;
-        let r = Rank::start(c).await.unwrap();
-        let _held = conns.recv().await;
+        let (r, _fake) = rank_beside_a_silent_fake().await;
         let data = r.window("data").unwrap();
         for _ in 0..3 {
             drop(r.put_nb(1, data, 0, b"never acked").await.unwrap());
@@ -415,5 +420,32 @@ fn a_quiet_that_cannot_finish_lists_the_outstanding_ops_per_peer() {
             text.contains("rank 1 is unreachable (no answer to a probe"),
             "{text}"
         );
+    });
+}
+
+/// `quiet` looks only at links sent something since a quiet last found
+/// them idle (`peer::touched`): one that found every link idle must still
+/// wait for the next put, and one that timed out must leave the link to be
+/// looked at again.
+#[test]
+fn a_quiet_after_an_idle_quiet_still_waits_for_the_next_put() {
+    pld_tests::run(Duration::from_secs(60), async {
+        let (r, _fake) = rank_beside_a_silent_fake().await;
+        let data = r.window("data").unwrap();
+        // Nothing issued: the quiet finds every link idle and clears them.
+        r.quiet_within(Duration::from_millis(300)).await.unwrap();
+        r.put_nbi(1, data, 0, b"never acked").await.unwrap();
+        let e = r
+            .quiet_within(Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("rank 1: 1 op (put #1"), "{e}");
+        // The put is still outstanding (with the probe the report sent):
+        // the next quiet waits for it again.
+        let e = r
+            .quiet_within(Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("put #1 for"), "{e}");
     });
 }

@@ -4,6 +4,7 @@
 //!   counters, the barrier, rejoin bookkeeping);
 //! - [`wire`]: frames on a stream — the reader, the writer, finishing;
 //! - [`handshake`]: dialing with retries, accepting, the identity check;
+//! - [`touched`]: which links a `quiet` has to look at;
 //! - [`outbox`]: coalescing — small requests issued back to back share a
 //!   write;
 //! - [`link`]: the origin side of one (origin, target) connection — issue
@@ -22,6 +23,7 @@ pub(crate) mod outbox;
 pub(crate) mod replies;
 pub(crate) mod serve;
 pub(crate) mod state;
+pub(crate) mod touched;
 pub(crate) mod wire;
 
 pub(crate) use state::{RankState, Refusal};

@@ -38,6 +38,8 @@ pub(crate) struct RankState {
     /// Failed requests no handle waits for (`Rank::put_nbi`), for the next
     /// `quiet`; every link's op table records into it.
     pub implicit: std::sync::Arc<crate::peer::link::implicit::ImplicitFailures>,
+    /// The peers sent a request since a `quiet` last found their link idle.
+    pub touched: crate::peer::touched::Touched,
 }
 
 /// What a rank knows of its peers' runs (see `rank::links`).
@@ -192,6 +194,7 @@ impl RankState {
             refused: tokio::sync::Notify::new(),
             rejoin,
             implicit: Default::default(),
+            touched: crate::peer::touched::Touched::new(n),
         }
     }
 

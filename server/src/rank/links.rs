@@ -8,6 +8,7 @@
 //! op timeout) instead of failing on the dead link.
 
 use crate::peer::link::Link;
+use crate::peer::touched::Touched;
 use crate::peer::{RankState, handshake};
 use crate::transport::Endpoint;
 use pld_proto::lock::{Locked, RwLocked};
@@ -43,12 +44,20 @@ impl Links {
         Some(f(&slot.read_locked()))
     }
 
-    /// Whether every link is idle ([`Link::is_idle`]), looked at in place.
-    pub fn all_idle(&self) -> bool {
-        self.slots
-            .iter()
-            .flatten()
-            .all(|l| l.read_locked().is_idle())
+    /// The links that are not idle ([`Link::is_idle`]), among those sent a
+    /// request since a quiet last found them idle (`touched`, which this
+    /// clears for the idle ones): nothing is allocated when all are idle.
+    pub fn busy(&self, touched: &Touched) -> Vec<Arc<Link>> {
+        let mut busy = Vec::new();
+        for peer in touched.take() {
+            if let Some(Some(link)) = self.get(peer)
+                && !link.is_idle()
+            {
+                touched.mark(peer);
+                busy.push(link);
+            }
+        }
+        busy
     }
 
     /// Every peer's current link.

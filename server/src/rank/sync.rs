@@ -40,12 +40,12 @@ impl Rank {
     /// Waits for every op issued before the call (a barrier's first step
     /// too); failed implicit requests stay for the next `quiet`.
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
-        // Most quiets (every barrier's) find nothing to wait for: no list
-        // of links, tickets or reports for them.
-        if self.links.all_idle() {
+        // Only links sent something since the last quiet can be busy; most
+        // quiets (every barrier's) find none: no list of tickets or reports.
+        let links = self.links.busy(&self.state.touched);
+        if links.is_empty() {
             return Ok(());
         }
-        let links = self.links.all();
         let tickets: Vec<_> = links.iter().map(|l| (l, l.ticket())).collect();
         for link in &links {
             link.flush().await;

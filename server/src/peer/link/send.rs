@@ -269,9 +269,14 @@ impl Link {
     /// reply).
     #[inline(always)]
     fn take_id(&self, id: impl FnOnce(&mut PeerOps<Waiter>) -> u64) -> u64 {
-        let mut ops = self.ops();
-        let id = id(&mut ops);
-        self.spin_for_replies(&ops);
+        let id = {
+            let mut ops = self.ops();
+            let id = id(&mut ops);
+            self.spin_for_replies(&ops);
+            id
+        };
+        // After the table's lock: the order `peer::touched` relies on.
+        self.state.touched.mark(self.peer);
         id
     }
 
