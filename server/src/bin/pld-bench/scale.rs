@@ -126,6 +126,7 @@ pub async fn scale(cli: &Cli, p: u32) -> anyhow::Result<Vec<Figure>> {
     });
     ready.await??;
     let formed_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let put_quiet = put_quiet_us(&rank, iters * 10).await?;
     let barrier = mean_us(iters, || async { Ok(rank.barrier().await?) }).await?;
     // The helpers run their all-reduces now: measure their memory first.
     let rss: Vec<f64> = children
@@ -143,7 +144,22 @@ pub async fn scale(cli: &Cli, p: u32) -> anyhow::Result<Vec<Figure>> {
         Figure::new("scale_formed", p as u64, formed_ms, "ms"),
         Figure::new("scale_rss_mean", p as u64, mean, "MiB"),
         Figure::new("scale_rss_max", p as u64, max, "MiB"),
+        Figure::lat("put_quiet_lat", p as u64, put_quiet),
         Figure::lat("barrier_lat", p as u64, barrier),
         Figure::lat("allreduce_lat", p as u64, allreduce),
     ])
+}
+
+/// An 8 B `put_nbi` to rank 1 then `quiet`, while the other ranks wait in
+/// their first barrier: what a quiet costs with P − 1 links (us). The put
+/// lands in the last bytes of rank 1's `data` window, past the all-reduce's
+/// slots.
+async fn put_quiet_us(rank: &Rank, iters: usize) -> anyhow::Result<f64> {
+    let data = rank.window("data")?;
+    let at = (64 << 10) - 8;
+    mean_us(iters, || async {
+        rank.put_nbi(1, data, at, &[1u8; 8]).await?;
+        Ok(rank.quiet().await?)
+    })
+    .await
 }
