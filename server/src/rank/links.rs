@@ -50,9 +50,8 @@ impl Links {
     pub fn busy(&self, touched: &Touched) -> Vec<Arc<Link>> {
         let mut busy = Vec::new();
         for peer in touched.take() {
-            if let Some(Some(link)) = self.get(peer)
-                && !link.is_idle()
-            {
+            // In place: an idle link costs no reference count.
+            if let Some(Some(link)) = self.with(peer, |l| (!l.is_idle()).then(|| l.clone())) {
                 touched.mark(peer);
                 busy.push(link);
             }

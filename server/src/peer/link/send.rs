@@ -275,8 +275,11 @@ impl Link {
             self.spin_for_replies(&ops);
             id
         };
-        // After the table's lock: the order `peer::touched` relies on.
-        self.state.touched.mark(self.peer);
+        // After the table's lock: the order `peer::touched` relies on. Id 0
+        // is a barrier signal: written at once, no op for a quiet to wait on.
+        if id != 0 {
+            self.state.touched.mark(self.peer);
+        }
         id
     }
 
