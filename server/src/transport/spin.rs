@@ -77,8 +77,11 @@ pub struct SpinTcp {
     /// `CLOCK_EVERY` misses, not on every one.
     misses: std::sync::atomic::AtomicU32,
     /// Whether reads spin at all. A link's reader spins only while replies
-    /// are due (`want_replies`); served connections always may.
+    /// are due (`want_replies`) or a barrier signal is (`want_signals`);
+    /// served connections always may.
     read_spins: std::sync::atomic::AtomicBool,
+    /// A barrier waits for a signal on this connection (`want_signals`).
+    signals_due: std::sync::atomic::AtomicBool,
     /// The reader's waker while it waits for readiness, so that turning
     /// spinning back on can wake it.
     parked_reader: std::sync::Mutex<Option<std::task::Waker>>,
@@ -123,15 +126,21 @@ impl SpinTcp {
             last_active: AtomicU64::new(now_ns()),
             misses: std::sync::atomic::AtomicU32::new(0),
             read_spins: std::sync::atomic::AtomicBool::new(true),
+            signals_due: std::sync::atomic::AtomicBool::new(false),
             parked_reader: std::sync::Mutex::new(None),
         })
     }
 
-    fn touch(&self) {
-        // Mark the socket active; the timestamp is taken on the next look
-        // at the clock.
-        self.misses.store(0, Ordering::Relaxed);
-        self.last_active.store(0, Ordering::Relaxed);
+    /// Bytes moved: the thread spins on. A read also marks the socket's
+    /// read side active (the timestamp is taken on the next look at the
+    /// clock); a write does not, so that a connection this rank only
+    /// writes to — barrier signals to a lower rank on its served
+    /// connection — does not keep its reads spinning.
+    fn touch(&self, read: bool) {
+        if read {
+            self.misses.store(0, Ordering::Relaxed);
+            self.last_active.store(0, Ordering::Relaxed);
+        }
         THREAD_MISSES.with(|m| m.set(0));
     }
 
@@ -139,12 +148,27 @@ impl SpinTcp {
     /// are due and off when none are, so that a link that only sends
     /// (barrier signals, say) does not burn a core waiting for nothing.
     pub fn want_replies(&self, on: bool) {
+        self.want(&self.read_spins, on);
+    }
+
+    /// Whether the read side should spin for a barrier signal, whether or
+    /// not replies are due: a barrier waits for one on this link.
+    pub fn want_signals(&self, on: bool) {
+        self.want(&self.signals_due, on);
+    }
+
+    /// Whether the read side spins: replies or a signal are due.
+    fn reads_spin(&self) -> bool {
+        self.read_spins.load(Ordering::Acquire) || self.signals_due.load(Ordering::Acquire)
+    }
+
+    fn want(&self, flag: &std::sync::atomic::AtomicBool, on: bool) {
         // Called for every op issued and completed: most leave it as it is,
         // and a load costs less than a swap.
-        if self.read_spins.load(Ordering::Acquire) == on {
+        if flag.load(Ordering::Acquire) == on {
             return;
         }
-        let was = self.read_spins.swap(on, Ordering::AcqRel);
+        let was = flag.swap(on, Ordering::AcqRel);
         if on && !was {
             self.misses.store(0, Ordering::Relaxed);
             self.last_active.store(0, Ordering::Relaxed);
@@ -201,12 +225,12 @@ impl SpinTcp {
         loop {
             match op(self.fd.get_ref()) {
                 Ok(r) => {
-                    self.touch();
+                    self.touch(read);
                     return Poll::Ready(Ok(r));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let spins = !read || self.read_spins.load(Ordering::Acquire);
+                    let spins = !read || self.reads_spin();
                     if spins && self.spinning() {
                         return again(cx);
                     }
@@ -216,7 +240,7 @@ impl SpinTcp {
                         }
                         // Spinning may have been turned on meanwhile (and
                         // the waker taken before it was left): read again.
-                        if self.read_spins.load(Ordering::Acquire) {
+                        if self.reads_spin() {
                             continue;
                         }
                     }
@@ -396,6 +420,45 @@ mod tests {
         assert_eq!(
             polls_until_parked(&s, &wakes, 2 * CLOCK_EVERY as usize),
             None
+        );
+    }
+
+    #[test]
+    fn a_reader_spins_while_a_signal_is_due_though_no_reply_is() {
+        let (rt, s, _b, wakes) = spin_socket(Duration::from_secs(3600));
+        let _in = rt.enter();
+        s.want_replies(false);
+        assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
+        s.want_signals(true);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            1,
+            "a due signal wakes the reader"
+        );
+        assert_eq!(
+            polls_until_parked(&s, &wakes, 2 * CLOCK_EVERY as usize),
+            None
+        );
+        s.want_signals(false);
+        assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
+    }
+
+    #[test]
+    fn writes_alone_do_not_keep_the_reads_spinning() {
+        let (rt, s, _b, wakes) = spin_socket(Duration::ZERO);
+        let _in = rt.enter();
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        // A byte written before every read poll: the reads still go idle
+        // at their first look at the clock after the first.
+        let polls = (1..=10 * CLOCK_EVERY as usize).find(|_| {
+            assert!(matches!(s.poll_write(&mut cx, b"x"), Poll::Ready(Ok(1))));
+            polls_until_parked(&s, &wakes, 1).is_some()
+        });
+        let polls = polls.expect("writes kept the reads spinning");
+        assert!(
+            polls <= CLOCK_EVERY as usize + 1,
+            "parked after {polls} polls"
         );
     }
 }
