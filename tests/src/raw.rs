@@ -261,12 +261,10 @@ impl Faked {
         c.security = pld_server::Security::Insecure;
         let rank = pld_server::Rank::start(c).await.unwrap();
         let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed the fake");
-        let end = FakeEnd {
-            stream,
-            buf,
-            decoder: Decoder::new(8 << 20),
-        };
-        Faked { rank, end }
+        Faked {
+            rank,
+            end: FakeEnd::new(stream, buf),
+        }
     }
 
     /// Asserts that `e` is the refusal [`FakeEnd::refuse_one`] sent put
@@ -286,6 +284,26 @@ impl Faked {
 }
 
 impl FakeEnd {
+    /// A fake rank's end of a connection [`fake_rank`] accepted, with the
+    /// bytes it read after the hello.
+    pub fn new(stream: tokio::net::TcpStream, buf: BytesMut) -> FakeEnd {
+        FakeEnd {
+            stream,
+            buf,
+            decoder: Decoder::new(8 << 20),
+        }
+    }
+
+    /// Whether the real rank has sent anything on this connection that
+    /// the test has not read (without waiting).
+    pub fn has_unread(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return true;
+        }
+        let mut byte = [0u8; 1];
+        matches!(self.stream.try_read(&mut byte), Ok(n) if n > 0)
+    }
+
     /// The next frame rank 0 sent.
     pub async fn next(&mut self) -> Frame {
         loop {

@@ -169,6 +169,12 @@ pub struct Barrier {
     entered: bool,
 }
 
+/// The rank that signals `rank` of `nranks` in `round`: (rank − 2^round) mod P.
+pub fn signaller(rank: u32, nranks: u32, round: u32) -> u32 {
+    let p = nranks as u64;
+    ((rank as u64 + p - (1u64 << round) % p) % p) as u32
+}
+
 /// ⌈log₂ P⌉: the number of rounds of a barrier of `nranks` ranks.
 pub fn rounds(nranks: u32) -> u32 {
     if nranks <= 1 {
@@ -212,8 +218,7 @@ impl Barrier {
 
     /// The rank that signals this rank in `round`.
     pub fn signalled_by(&self, round: u32) -> u32 {
-        let p = self.nranks as u64;
-        ((self.rank as u64 + p - (1u64 << round) % p) % p) as u32
+        signaller(self.rank, self.nranks, round)
     }
 
     /// The signals of the running barrier already sent to `peer`: what a

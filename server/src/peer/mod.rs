@@ -9,6 +9,8 @@
 //!   write;
 //! - [`link`]: the origin side of one (origin, target) connection — issue
 //!   requests, match replies by id, fail everything when the peer is gone;
+//! - [`signal`]: which connection carries a barrier signal (the one the
+//!   lower rank of a pair dialed, both ways), and what a heard one does;
 //! - [`serve`]: the target side — apply requests to the windows in arrival
 //!   order ([`apply`]) and answer each ([`replies`]: answers from one read
 //!   leave in one write, consecutive acks merged into one cumulative ack).
@@ -22,6 +24,7 @@ pub(crate) mod link;
 pub(crate) mod outbox;
 pub(crate) mod replies;
 pub(crate) mod serve;
+pub(crate) mod signal;
 pub(crate) mod state;
 pub(crate) mod touched;
 pub(crate) mod wire;

@@ -10,18 +10,17 @@
 use super::apply::{Outcome, check_access, classify_and_apply, put_rows, serve_add, serve_put};
 use super::handshake::{self, Established};
 use super::replies::Replies;
+use super::signal::{self, ServedWriter};
 use super::{RankState, ReadError};
 use crate::ratelog::RateLimitedBy;
-use crate::transport::{Endpoint, PeerWriter};
-use crate::window::{Rows, Window};
+use crate::transport::Endpoint;
+use crate::window::Rows;
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::{self, Store};
-use pld_proto::lock::Locked;
 use pld_proto::v1::{ErrorCode, GetReply, Header, Hello, ValueReply, header::Body};
 use pld_proto::{MsgKind, OpKind};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::task::JoinSet;
 
 /// Replies are written once this much has accumulated, even if more
@@ -79,11 +78,19 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
 async fn serve(state: Arc<RankState>, est: Established) {
     let Established {
         mut reader,
-        mut writer,
+        writer,
         peer,
         remote,
         quic,
     } = est;
+    // A lower-ranked peer hears this rank's barrier signals on this
+    // connection (see `signal`); what the running barrier sent it over an
+    // older one, which may be lost with it, goes again.
+    let writer = ServedWriter::new(writer, peer.epoch);
+    let signals_here = peer.rank < state.config.rank;
+    if signals_here && state.served.register(peer.rank, &writer) {
+        state.resend_barrier_signals(peer.rank);
+    }
     let span = tracing::info_span!("serve", rank = state.config.rank, peer = peer.rank);
     let _e = span.enter();
     tracing::debug!(%remote, "peer connected");
@@ -106,7 +113,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
             reader.consume_store(p);
             if out.len() >= FLUSH_AT
-                && let Err(e) = flush(&state, &mut writer, &mut out).await
+                && let Err(e) = flush(&state, &writer, &mut out).await
             {
                 break format!("write failed: {e}");
             }
@@ -117,7 +124,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             Ok(None) => {
                 // Nothing more buffered: send what is owed, then read.
                 if !out.is_empty()
-                    && let Err(e) = flush(&state, &mut writer, &mut out).await
+                    && let Err(e) = flush(&state, &writer, &mut out).await
                 {
                     break format!("write failed: {e}");
                 }
@@ -133,8 +140,8 @@ async fn serve(state: Arc<RankState>, est: Established) {
                 tracing::warn!(peer = peer.rank, %remote, error = %e, "closing a peer connection");
                 let reply = frame::encode(&e.to_reply(), &[]);
                 out.raw().extend_from_slice(&reply);
-                let _ = flush(&state, &mut writer, &mut out).await;
-                let _ = writer.shutdown().await;
+                let _ = flush(&state, &writer, &mut out).await;
+                writer.shutdown().await;
                 reader.drain(Duration::from_secs(1)).await;
                 break e.to_string();
             }
@@ -142,7 +149,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
         // Replies owed so far go out before anything waits on the socket.
         if (len >= DIRECT_MIN || !reader.payload_buffered())
             && !out.is_empty()
-            && let Err(e) = flush(&state, &mut writer, &mut out).await
+            && let Err(e) = flush(&state, &writer, &mut out).await
         {
             break format!("write failed: {e}");
         }
@@ -204,8 +211,8 @@ async fn serve(state: Arc<RankState>, est: Established) {
         {
             // A large get reply: its header is in `out`; the rows follow
             // straight from the window.
-            let written = match flush(&state, &mut writer, &mut out).await {
-                Ok(()) => write_rows(&mut writer, w, rows).await,
+            let written = match flush(&state, &writer, &mut out).await {
+                Ok(()) => writer.write_raw_all(w.raw_rows(rows)).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = written {
@@ -214,31 +221,26 @@ async fn serve(state: Arc<RankState>, est: Established) {
             state.stats.bytes_out(rows.len());
         }
         if out.len() >= FLUSH_AT
-            && let Err(e) = flush(&state, &mut writer, &mut out).await
+            && let Err(e) = flush(&state, &writer, &mut out).await
         {
             break format!("write failed: {e}");
         }
     };
     out.count_served(&state);
+    if signals_here {
+        state.served.deregister(peer.rank, &writer);
+    }
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
     // Let the last replies reach the peer before the connection goes.
-    super::finish(&mut writer).await;
+    writer.finish().await;
     if let Some(q) = quic {
         q.close(0u32.into(), b"done");
     }
 }
 
-async fn write_rows(writer: &mut PeerWriter, w: &Window, rows: Rows) -> std::io::Result<()> {
-    for raw in w.raw_rows(rows) {
-        writer.write_raw_all(raw).await?;
-    }
-    Ok(())
-}
-
-async fn flush(state: &RankState, w: &mut PeerWriter, out: &mut Replies) -> std::io::Result<()> {
+async fn flush(state: &RankState, w: &ServedWriter, out: &mut Replies) -> std::io::Result<()> {
     out.count_served(state);
     w.write_all(out.bytes()).await?;
-    w.flush().await?;
     state.stats.bytes_out(out.len());
     out.clear();
     Ok(())
@@ -263,20 +265,7 @@ fn serve_request(
     let id = header.id;
     // A barrier message is one-way: it moves the barrier, nothing answers it.
     if let Some(Body::Barrier(b)) = &header.body {
-        if let (Some(c), Some(s)) = (&state.checked, &header.checked) {
-            c.barrier_heard(b.epoch, s);
-        }
-        let accepted = state
-            .barrier
-            .locked()
-            .on_message(peer.rank, b.epoch, b.round);
-        match accepted {
-            Ok(()) => state.barrier_wake.notify_waiters(),
-            Err(e) => {
-                state.stats.frame_error();
-                tracing::warn!(peer = peer.rank, "ignored a barrier message: {e}");
-            }
-        }
+        signal::heard(state, peer.rank, b, header.checked.as_ref());
         return None;
     }
     let Some(body) = header.body else {

@@ -40,6 +40,9 @@ pub(crate) struct RankState {
     pub implicit: std::sync::Arc<crate::peer::link::implicit::ImplicitFailures>,
     /// The peers sent a request since a `quiet` last found their link idle.
     pub touched: crate::peer::touched::Touched,
+    /// The served connections of lower-ranked peers: where this rank sends
+    /// them its barrier signals (see `peer::signal`).
+    pub served: crate::peer::signal::Served,
 }
 
 /// What a rank knows of its peers' runs (see `rank::links`).
@@ -195,7 +198,24 @@ impl RankState {
             rejoin,
             implicit: Default::default(),
             touched: crate::peer::touched::Touched::new(n),
+            served: crate::peer::signal::Served::new(n),
         }
+    }
+
+    /// Queues again, for the barrier task's next step, the signals the
+    /// running barrier already sent to `peer` over a connection that is
+    /// gone (the peer ignores those it has), and wakes the barrier task.
+    pub fn resend_barrier_signals(&self, peer: u32) {
+        let again = self.barrier_lock().sent_to(peer);
+        if !again.is_empty() {
+            let mut unsent = self.barrier_unsent.locked();
+            for s in again {
+                if !unsent.contains(&s) {
+                    unsent.push(s);
+                }
+            }
+        }
+        self.barrier_wake.notify_waiters();
     }
 
     fn barrier_lock(&self) -> std::sync::MutexGuard<'_, pld_proto::barrier::Barrier> {

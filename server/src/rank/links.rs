@@ -11,7 +11,7 @@ use crate::peer::link::Link;
 use crate::peer::touched::Touched;
 use crate::peer::{RankState, handshake};
 use crate::transport::Endpoint;
-use pld_proto::lock::{Locked, RwLocked};
+use pld_proto::lock::RwLocked;
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
@@ -144,24 +144,14 @@ fn swap(
         }
         None => "is linked",
     };
-    // What this rank signalled over the old link in the running barrier
-    // may be lost with it: send it again with the next barrier step (the
-    // peer ignores what it already has).
-    let again = state.barrier.locked().sent_to(peer);
-    if !again.is_empty() {
-        let mut unsent = state.barrier_unsent.locked();
-        for s in again {
-            if !unsent.contains(&s) {
-                unsent.push(s);
-            }
-        }
-    }
     tracing::warn!(
         rank = state.config.rank,
         peer,
         epoch,
         "rank {peer} {what} with epoch {epoch}: link replaced"
     );
-    // A barrier waiting on this peer sends the queued signals now.
-    state.barrier_wake.notify_waiters();
+    // What this rank signalled over the old link in the running barrier
+    // may be lost with it: a barrier waiting on this peer sends it again
+    // now (the peer ignores what it already has).
+    state.resend_barrier_signals(peer);
 }

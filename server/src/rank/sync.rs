@@ -6,6 +6,7 @@
 
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
+use crate::peer::signal;
 use pld_proto::barrier::{Advance, join};
 use pld_proto::lock::Locked;
 use pld_proto::v1::{PeerGet, header::Body};
@@ -100,6 +101,9 @@ impl Rank {
             }
             b.enter(std::time::Instant::now());
         }
+        // Higher-ranked peers signal this rank on its links to them: those
+        // readers spin for the signals until the barrier ends.
+        let _listening = Listening::new(self);
         let mut out = Vec::new();
         loop {
             let woken = state.barrier_wake.notified();
@@ -114,6 +118,11 @@ impl Rank {
                     state.rejoined(s.to, deadline).await;
                 }
                 if let Some(Some(link)) = self.links.get(s.to) {
+                    // On the connection the lower of the two ranks dialed,
+                    // where there is one (see `peer::signal`); else on the link.
+                    if signal::send_served(state, s, link.epoch, deadline).await {
+                        continue;
+                    }
                     // A signal that cannot be sent fails the barrier now: this
                     // rank may already hold everything it waits for, and
                     // leaving would strand the peer that never hears from it.
@@ -339,5 +348,35 @@ impl Rank {
         }
         out.sort_by_key(|(p, _)| *p);
         out
+    }
+}
+
+/// While a barrier runs, the readers of this rank's links to the
+/// higher-ranked peers that signal it in some round spin for their
+/// signals (which come on those links: see `peer::signal`), until it ends,
+/// however it ends.
+struct Listening<'a>(&'a Rank);
+
+impl Listening<'_> {
+    fn new(rank: &Rank) -> Listening<'_> {
+        let on = Listening(rank);
+        on.set(true);
+        on
+    }
+
+    fn set(&self, on: bool) {
+        let (me, n) = (self.0.rank(), self.0.nranks());
+        for k in 0..pld_proto::barrier::rounds(n) {
+            let p = pld_proto::barrier::signaller(me, n, k);
+            if p > me {
+                self.0.links.with(p, |link| link.expect_signals(on));
+            }
+        }
+    }
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        self.set(false);
     }
 }

@@ -111,6 +111,14 @@ impl Link {
         }
     }
 
+    /// Lets the reader spin while a barrier waits for the peer's signal on
+    /// this link (see `peer::signal`), whether or not replies are due.
+    pub fn expect_signals(&self, on: bool) {
+        if let Some(s) = &self.spin {
+            s.want_signals(on);
+        }
+    }
+
     pub(super) fn ops(&self) -> MutexGuard<'_, Table> {
         // A panic while holding this lock would be a bug in PeerOps; the
         // table is still consistent (every method leaves it whole), so keep going.
@@ -553,13 +561,18 @@ async fn run_reader(link: Arc<Link>, mut reader: FrameReader) {
             reader.woke_a_task();
             continue;
         }
-        match reader.payload().await {
-            Ok(payload) => {
-                link.deliver(Frame { header, payload });
-                reader.woke_a_task();
-            }
+        let payload = match reader.payload().await {
+            Ok(payload) => payload,
             Err(e) => break e.to_string(),
+        };
+        // The link of a rank to a higher one carries the pair's barrier
+        // signals both ways (see `peer::signal`).
+        if let Some(Body::Barrier(b)) = &header.body {
+            super::signal::heard(&link.state, link.peer, b, header.checked.as_ref());
+        } else {
+            link.deliver(Frame { header, payload });
         }
+        reader.woke_a_task();
     };
     // A peer that closed its QUIC connection on purpose says why; that is
     // news, not an alarm.

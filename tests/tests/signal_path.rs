@@ -1,0 +1,114 @@
+//! Which connection carries a barrier signal. A pair of ranks shares two
+//! connections, one dialed by each; their barrier signals go both ways on
+//! the one the lower rank dialed (so that each carries the other's
+//! acknowledgement), and on the sender's own link where that connection
+//! is not there. A real rank faces a fake one here, which reads and writes
+//! each connection frame by frame.
+
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use pld_proto::Frame;
+use pld_proto::frame;
+use pld_proto::v1::{BarrierSignal, Header, PeerGet, header::Body};
+use pld_server::{Rank, Security, TransportKind};
+use pld_tests::raw::{FakeEnd, Faked, RawPeer, fake_rank, hello};
+use pld_tests::{loopback_peers, rank_config, run};
+use std::time::Duration;
+
+/// Barrier signal `round` of barrier `epoch`, as a rank sends it.
+fn signal(epoch: u64, round: u32) -> Header {
+    Header {
+        id: 0,
+        body: Some(Body::Barrier(BarrierSignal { epoch, round })),
+        checked: None,
+    }
+}
+
+/// Asserts that `f` is signal `round` of barrier `epoch`.
+fn assert_signal(f: &Frame, epoch: u64, round: u32) {
+    match &f.header.body {
+        Some(Body::Barrier(b)) if b.epoch == epoch && b.round == round => {}
+        other => panic!("expected barrier {epoch} round {round}, got {other:?}"),
+    }
+}
+
+/// A real rank 1 (plain TCP) of two, whose link to rank 0 the fake rank 0
+/// accepted; the fake's end of that link.
+async fn rank_one_beside_a_fake_rank_zero(peers: &[String]) -> (Rank, FakeEnd) {
+    let listener = tokio::net::TcpListener::bind(&peers[0]).await.unwrap();
+    let mut conns = fake_rank(listener, 0, 2).await;
+    let mut c = rank_config(1, peers, TransportKind::Tcp);
+    c.security = Security::Insecure;
+    let rank = Rank::start(c).await.unwrap();
+    let (_, stream, buf) = conns.recv().await.expect("rank 1 dialed the fake");
+    (rank, FakeEnd::new(stream, buf))
+}
+
+#[test]
+fn a_higher_rank_signals_a_lower_one_on_the_connection_the_lower_one_dialed() {
+    run(Duration::from_secs(60), async {
+        let peers = loopback_peers(2);
+        let (rank, mut link_end) = rank_one_beside_a_fake_rank_zero(&peers).await;
+        // The fake rank 0 dials rank 1, and a request answered on that
+        // connection shows that rank 1 serves it.
+        let mut raw = RawPeer::connect_with(TransportKind::Tcp, &peers[1], 1, Security::Insecure)
+            .await
+            .unwrap();
+        let reply = raw.handshake(hello(0, 2, "pld")).await.unwrap();
+        assert!(matches!(reply.header.body, Some(Body::Hello(_))));
+        let get = Body::Get(PeerGet {
+            window: 0,
+            offset: 0,
+            len: 0,
+            region: None,
+        });
+        let answer = raw.request(get, 7, &[]).await;
+        assert_eq!(answer.header.id, 7, "{answer:?}");
+
+        let barrier = tokio::spawn(async move {
+            let r = rank.barrier_within(Duration::from_secs(20)).await;
+            (rank, r)
+        });
+        // Rank 1's signal comes on the connection rank 0 dialed, and rank
+        // 0's signal on the same connection completes rank 1's barrier.
+        let f = raw.read_frame().await.expect("rank 1's barrier signal");
+        assert_signal(&f, 1, 0);
+        raw.send(&frame::encode(&signal(1, 0), &[])).await;
+        let (_rank, r) = barrier.await.unwrap();
+        r.unwrap();
+        // Rank 1's own link to rank 0 carried nothing: the signal was
+        // written (on loopback: delivered) before the barrier could end.
+        assert!(
+            !link_end.has_unread(),
+            "rank 1 signalled on its own link too"
+        );
+    });
+}
+
+#[test]
+fn a_lower_rank_hears_a_higher_ones_signal_on_its_own_link() {
+    run(Duration::from_secs(60), async {
+        let mut f = Faked::start(Duration::from_secs(30)).await;
+        let Faked { rank, end } = &mut f;
+        let (r, ()) = tokio::join!(rank.barrier_within(Duration::from_secs(20)), async {
+            // Rank 0 signals the fake rank 1 on its link, and the fake
+            // answers on the same connection.
+            assert_signal(&end.next().await, 1, 0);
+            end.reply(signal(1, 0)).await;
+        });
+        r.unwrap();
+    });
+}
+
+#[test]
+fn a_higher_rank_that_the_lower_one_has_not_dialed_signals_on_its_own_link() {
+    run(Duration::from_secs(60), async {
+        let peers = loopback_peers(2);
+        let (rank, mut link_end) = rank_one_beside_a_fake_rank_zero(&peers).await;
+        let (r, ()) = tokio::join!(rank.barrier_within(Duration::from_secs(20)), async {
+            assert_signal(&link_end.next().await, 1, 0);
+            link_end.reply(signal(1, 0)).await;
+        });
+        r.unwrap();
+    });
+}
