@@ -129,7 +129,7 @@ impl Checked {
 
     /// The stamp a request `body` carries; a notify or an atomic is a
     /// release point.
-    pub(crate) fn stamp_request(&self, body: &Body) -> CheckedStamp {
+    fn stamp_request(&self, body: &Body) -> CheckedStamp {
         let mut i = self.inner.locked();
         let released = matches!(
             body,
@@ -279,8 +279,17 @@ impl Checked {
         i.barrier_entry = i.clock.release();
     }
 
+    /// The clock a frame with `body` carries: for a barrier signal, what
+    /// this rank heard of that barrier; for a request, this rank's clock.
+    pub(crate) fn stamp_for(&self, body: &Body) -> CheckedStamp {
+        match body {
+            Body::Barrier(b) => self.barrier_stamp(b.epoch),
+            b => self.stamp_request(b),
+        }
+    }
+
     /// The stamp a signal of barrier `epoch` carries.
-    pub(crate) fn barrier_stamp(&self, epoch: u64) -> CheckedStamp {
+    fn barrier_stamp(&self, epoch: u64) -> CheckedStamp {
         let i = self.inner.locked();
         stamp(
             &i.barrier_clocks.outgoing(epoch, &i.barrier_entry),

@@ -405,42 +405,33 @@ mod tests {
         assert_eq!(polls_until_parked(&s, &wakes, limit), None);
     }
 
-    #[test]
-    fn a_reader_with_no_replies_due_parks_at_once_and_wakes_when_one_is() {
+    /// A reader with no replies due parks at once; `turn_on` wakes it (the
+    /// assertion saying `why`), it then spins, and it parks again at once
+    /// when neither replies nor a signal are due.
+    fn parked_then_woken_by(turn_on: impl Fn(&SpinTcp), why: &str) {
         let (rt, s, _b, wakes) = spin_socket(Duration::from_secs(3600));
         let _in = rt.enter();
         s.want_replies(false);
         assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
-        s.want_replies(true);
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "issuing an op wakes the reader"
-        );
-        assert_eq!(
-            polls_until_parked(&s, &wakes, 2 * CLOCK_EVERY as usize),
-            None
-        );
-    }
-
-    #[test]
-    fn a_reader_spins_while_a_signal_is_due_though_no_reply_is() {
-        let (rt, s, _b, wakes) = spin_socket(Duration::from_secs(3600));
-        let _in = rt.enter();
-        s.want_replies(false);
-        assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
-        s.want_signals(true);
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "a due signal wakes the reader"
-        );
+        turn_on(&s);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "{why}");
         assert_eq!(
             polls_until_parked(&s, &wakes, 2 * CLOCK_EVERY as usize),
             None
         );
         s.want_signals(false);
+        s.want_replies(false);
         assert_eq!(polls_until_parked(&s, &wakes, 10), Some(1));
+    }
+
+    #[test]
+    fn a_reader_with_no_replies_due_parks_at_once_and_wakes_when_one_is() {
+        parked_then_woken_by(|s| s.want_replies(true), "issuing an op wakes the reader");
+    }
+
+    #[test]
+    fn a_reader_spins_while_a_signal_is_due_though_no_reply_is() {
+        parked_then_woken_by(|s| s.want_signals(true), "a due signal wakes the reader");
     }
 
     #[test]

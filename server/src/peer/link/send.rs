@@ -254,10 +254,7 @@ impl Link {
     /// signal, the join of what it heard of that barrier).
     fn header(&self, body: Body, id: impl FnOnce(&mut PeerOps<Waiter>) -> u64) -> Header {
         let id = self.take_id(id);
-        let checked = self.state.checked.as_ref().map(|c| match &body {
-            Body::Barrier(b) => c.barrier_stamp(b.epoch),
-            b => c.stamp_request(b),
-        });
+        let checked = self.state.checked.as_ref().map(|c| c.stamp_for(&body));
         Header {
             id,
             body: Some(body),
