@@ -111,7 +111,17 @@ impl Sim {
 
     /// Runs to the end under the interleaving `seed` picks; panics on a
     /// deadlock (a program that cannot finish).
-    pub fn run(mut self, seed: u64) -> Vec<String> {
+    pub fn run(self, seed: u64) -> Vec<String> {
+        self.run_to_end(seed).reports
+    }
+
+    /// The ranges each rank's shadows keep.
+    pub fn ranges(&self) -> Vec<usize> {
+        self.ranks.iter().map(|r| r.detector.ranges()).collect()
+    }
+
+    /// As [`Sim::run`], the cluster at the end.
+    pub fn run_to_end(mut self, seed: u64) -> Sim {
         let mut rng = Rng::new(seed);
         loop {
             // (u32::MAX, r): rank r runs its next step; (from, to): the
@@ -129,7 +139,7 @@ impl Sim {
             if choices.is_empty() {
                 let done = self.ranks.iter().all(|r| r.pc == r.program.len());
                 assert!(done, "seed {seed}: the programs deadlocked");
-                return self.reports;
+                return self;
             }
             match choices[rng.below(choices.len())] {
                 (u32::MAX, r) => self.step(r as usize),
@@ -243,6 +253,11 @@ impl Sim {
             let all = rank.barrier_clocks.finish(epoch, &rank.entry);
             rank.clock.acquire(&all);
             rank.barriers_done += 1;
+            // What the real rank does: forget what the barrier before
+            // ordered (the reports must not change for it).
+            if let Some(before) = rank.detector.barrier_passed(&all) {
+                rank.cells.forget_ordered_before(&before);
+            }
             rank.blocked = Blocked::No;
         }
         for (to, m) in sent {

@@ -39,7 +39,7 @@ mod tests;
 pub use access::{Access, AccessKind};
 pub use clock::{Epoch, RankClock, VectorClock};
 pub use race::{Race, RaceKey};
-pub use shadow::Shadow;
+pub use shadow::{DEFAULT_MAX_RANGES, Shadow};
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -51,20 +51,51 @@ pub struct Detector {
     shadows: Vec<Shadow>,
     reported: HashSet<RaceKey>,
     races: u64,
+    /// The clock the last barrier ended with (everyone's at its entry).
+    last_barrier: Option<VectorClock>,
 }
 
 impl Detector {
     /// The detector of rank `owner`, whose windows are named `windows` (in
     /// window-index order).
     pub fn new<S: AsRef<str>>(owner: u32, windows: &[S]) -> Detector {
+        Detector::with_budget(owner, windows, DEFAULT_MAX_RANGES)
+    }
+
+    /// As [`Detector::new`], each window's shadow keeping at most
+    /// `max_ranges` ranges.
+    pub fn with_budget<S: AsRef<str>>(owner: u32, windows: &[S], max_ranges: usize) -> Detector {
         Detector {
             shadows: windows
                 .iter()
-                .map(|w| Shadow::new(owner, w.as_ref()))
+                .map(|w| Shadow::with_budget(owner, w.as_ref(), max_ranges))
                 .collect(),
             reported: HashSet::new(),
             races: 0,
+            last_barrier: None,
         }
+    }
+
+    /// A barrier ended on this rank with `all`, the join of every rank's
+    /// clock at its entry. Every rank's clock now holds the *previous*
+    /// barrier's join — every rank left that barrier before entering this
+    /// one — so no access yet to come, from any rank, can race with one
+    /// that happens before it: those are forgotten. (Not this barrier's
+    /// join: a rank still in it may have an access in flight that it
+    /// issued before leaving.) Returns the clock forgotten before, for the
+    /// cells to forget by too.
+    pub fn barrier_passed(&mut self, all: &VectorClock) -> Option<VectorClock> {
+        let before = self.last_barrier.replace(all.clone())?;
+        for s in &mut self.shadows {
+            s.forget_ordered_before(&before);
+        }
+        Some(before)
+    }
+
+    /// The shadows' windows and how many ranges each forgot over its
+    /// budget so far.
+    pub fn forgotten(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.shadows.iter().map(|s| (s.window(), s.forgotten()))
     }
 
     /// Records `access` to `bytes` of window `window`, made by a rank whose
@@ -123,5 +154,15 @@ impl Detector {
     /// Ranges the shadows keep in all (their cost).
     pub fn ranges(&self) -> usize {
         self.shadows.iter().map(Shadow::ranges).sum()
+    }
+
+    /// The name of window `window`.
+    pub fn window_name(&self, window: u32) -> Option<&str> {
+        self.shadows.get(window as usize).map(Shadow::window)
+    }
+
+    /// Ranges forgotten over the budget in all.
+    pub fn forgotten_total(&self) -> u64 {
+        self.shadows.iter().map(Shadow::forgotten).sum()
     }
 }

@@ -1,7 +1,12 @@
 //! The shadow of one window: per byte range, the last write and the reads
 //! since, kept as an interval map (adjacent ranges with the same history
 //! merge), so a 64 MiB window with a few hundred live regions costs
-//! kilobytes.
+//! kilobytes. What an ordering has made irrelevant is forgotten
+//! ([`Shadow::forget_ordered_before`], after barriers), and the map never
+//! holds more than its budget of ranges: past it, the least recently
+//! touched ranges are forgotten and counted ([`Shadow::forgotten`]), so
+//! that memory is bounded whatever the access pattern and a lost access is
+//! reported, not silent.
 
 use super::access::Access;
 use super::clock::VectorClock;
@@ -21,29 +26,127 @@ struct History {
     reads: Vec<Access>,
 }
 
+impl History {
+    fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.reads.is_empty()
+    }
+}
+
+/// Appends without the spare room `Vec::push` leaves: most histories hold
+/// one access, and a shadow holds many of them.
+fn push_exact(v: &mut Vec<Access>, a: Access) {
+    v.reserve_exact(1);
+    v.push(a);
+}
+
+/// One range of the map: where it ends, its history, and when it was last
+/// touched (for the budget).
+#[derive(Debug, Clone)]
+struct Entry {
+    end: u64,
+    history: History,
+    touched: u64,
+}
+
+/// The most ranges one window's shadow keeps, by default: past it the
+/// least recently touched are forgotten. At ~150 bytes a range (one
+/// access, its map slot), about 10 MB a window at most.
+pub const DEFAULT_MAX_RANGES: usize = 1 << 16;
+
 /// The shadow of one window.
 #[derive(Debug, Clone)]
 pub struct Shadow {
     owner: u32,
     window: Arc<str>,
-    /// start → (end, history); ranges never overlap; absent bytes have no
-    /// history.
-    map: BTreeMap<u64, (u64, History)>,
+    /// start → entry; ranges never overlap; absent bytes have no history.
+    map: BTreeMap<u64, Entry>,
+    /// Accesses so far: the clock of `Entry::touched`.
+    now: u64,
+    max_ranges: usize,
+    /// Ranges forgotten over the budget, with their accesses.
+    forgotten: u64,
 }
 
 impl Shadow {
-    /// The empty shadow of rank `owner`'s window `window`.
+    /// The empty shadow of rank `owner`'s window `window`, with the
+    /// default budget.
     pub fn new(owner: u32, window: &str) -> Shadow {
+        Shadow::with_budget(owner, window, DEFAULT_MAX_RANGES)
+    }
+
+    /// The empty shadow of rank `owner`'s window `window`, keeping at
+    /// most `max_ranges` ranges (at least 1).
+    pub fn with_budget(owner: u32, window: &str, max_ranges: usize) -> Shadow {
         Shadow {
             owner,
             window: Arc::from(window),
             map: BTreeMap::new(),
+            now: 0,
+            max_ranges: max_ranges.max(1),
+            forgotten: 0,
         }
     }
 
     /// How many ranges it keeps (its cost).
     pub fn ranges(&self) -> usize {
         self.map.len()
+    }
+
+    /// The window's name.
+    pub fn window(&self) -> &str {
+        &self.window
+    }
+
+    /// Ranges forgotten because the shadow was over its budget: races
+    /// with the accesses they held are no longer reported.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// Forgets every access that happens before `clock`: when every rank's
+    /// clock is at least `clock` (all ranks have left the barrier that
+    /// produced it), no later access can race with them. Ranges left with
+    /// no history go; neighbours left with one history merge.
+    pub fn forget_ordered_before(&mut self, clock: &VectorClock) {
+        let ordered = |a: &Access| a.at.happens_before(clock);
+        let old = std::mem::take(&mut self.map);
+        let mut last: Option<(u64, Entry)> = None;
+        for (start, mut e) in old {
+            e.history.writes.retain(|a| !ordered(a));
+            e.history.reads.retain(|a| !ordered(a));
+            if e.history.is_empty() {
+                continue;
+            }
+            match &mut last {
+                Some((_, l)) if l.end == start && l.history == e.history => {
+                    l.end = e.end;
+                    l.touched = l.touched.max(e.touched);
+                }
+                _ => {
+                    if let Some((s, l)) = last.replace((start, e)) {
+                        self.map.insert(s, l);
+                    }
+                }
+            }
+        }
+        if let Some((s, l)) = last {
+            self.map.insert(s, l);
+        }
+    }
+
+    /// Over the budget: forgets the least recently touched quarter of it.
+    fn enforce_budget(&mut self) {
+        if self.map.len() <= self.max_ranges {
+            return;
+        }
+        let keep = self.max_ranges - self.max_ranges / 4;
+        let mut ages: Vec<(u64, u64)> = self.map.iter().map(|(s, e)| (e.touched, *s)).collect();
+        let drop = ages.len() - keep;
+        ages.select_nth_unstable(drop - 1);
+        for (_, start) in &ages[..drop] {
+            self.map.remove(start);
+        }
+        self.forgotten += drop as u64;
     }
 
     /// Records `access` to `bytes`, made by a rank whose clock at the time
@@ -56,8 +159,11 @@ impl Shadow {
         self.split_at(bytes.start);
         self.split_at(bytes.end);
         self.fill_gaps(bytes.clone());
+        self.now += 1;
         let mut races: Vec<Race> = Vec::new();
-        for (&start, (end, history)) in self.map.range_mut(bytes.start..bytes.end) {
+        for (&start, e) in self.map.range_mut(bytes.start..bytes.end) {
+            e.touched = self.now;
+            let (end, history) = (&e.end, &mut e.history);
             let here = start..*end;
             let mut against = |earlier: &Access| {
                 if races_with(earlier, access, clock) {
@@ -74,13 +180,14 @@ impl Shadow {
                 }
                 history.writes.retain(|w| !superseded(w));
                 history.reads.retain(|r| !superseded(r));
-                history.writes.push(access.clone());
+                push_exact(&mut history.writes, access.clone());
             } else {
                 history.reads.retain(|r| r.rank() != access.rank());
-                history.reads.push(access.clone());
+                push_exact(&mut history.reads, access.clone());
             }
         }
         self.merge_around(bytes);
+        self.enforce_budget();
         for r in &mut races {
             r.owner = self.owner;
             r.window = self.window.clone();
@@ -97,7 +204,7 @@ impl Shadow {
             .range(..bytes.start)
             .next_back()
             .map_or(bytes.start, |(s, _)| *s);
-        for (&start, (end, history)) in self.map.range(first..bytes.end) {
+        for (&start, Entry { end, history, .. }) in self.map.range(first..bytes.end) {
             let here = start.max(bytes.start)..(*end).min(bytes.end);
             if here.start >= here.end {
                 continue;
@@ -119,32 +226,41 @@ impl Shadow {
 
     /// Splits the range containing `at` (if any) into two at `at`.
     fn split_at(&mut self, at: u64) {
-        let Some((&start, (end, history))) = self.map.range(..at).next_back() else {
+        let Some((_, e)) = self.map.range_mut(..at).next_back() else {
             return;
         };
-        if *end <= at {
+        if e.end <= at {
             return;
         }
-        let (end, history) = (*end, history.clone());
-        self.map.insert(start, (at, history.clone()));
-        self.map.insert(at, (end, history));
+        let tail = Entry {
+            end: e.end,
+            history: e.history.clone(),
+            touched: e.touched,
+        };
+        e.end = at;
+        self.map.insert(at, tail);
     }
 
     /// Inserts empty ranges where `bytes` has none.
     fn fill_gaps(&mut self, bytes: Range<u64>) {
         let mut gaps = Vec::new();
         let mut at = bytes.start;
-        for (&start, (end, _)) in self.map.range(bytes.start..bytes.end) {
+        for (&start, e) in self.map.range(bytes.start..bytes.end) {
             if start > at {
                 gaps.push((at, start));
             }
-            at = *end;
+            at = e.end;
         }
         if at < bytes.end {
             gaps.push((at, bytes.end));
         }
-        for (s, e) in gaps {
-            self.map.insert(s, (e, History::default()));
+        for (s, end) in gaps {
+            let e = Entry {
+                end,
+                history: History::default(),
+                touched: self.now,
+            };
+            self.map.insert(s, e);
         }
     }
 
@@ -164,13 +280,14 @@ impl Shadow {
                 continue;
             };
             let (k_end, same) = match (self.map.get(&k), self.map.get(&s)) {
-                (Some((k_end, kh)), Some((_, sh))) => (*k_end, kh == sh),
+                (Some(ke), Some(se)) => (ke.end, ke.history == se.history),
                 _ => (0, false),
             };
             if same && k_end == s {
-                let s_end = self.map.remove(&s).map_or(s, |(e, _)| e);
+                let (s_end, s_touched) = self.map.remove(&s).map_or((s, 0), |e| (e.end, e.touched));
                 if let Some(entry) = self.map.get_mut(&k) {
-                    entry.0 = s_end;
+                    entry.end = s_end;
+                    entry.touched = entry.touched.max(s_touched);
                 }
             } else {
                 keep = Some(s);

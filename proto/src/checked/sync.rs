@@ -67,6 +67,23 @@ impl Units {
         }
     }
 
+    /// The oldest runs whose clocks `clock` covers become one run with
+    /// the zero clock (a later run's clock is not covered just because an
+    /// earlier one is; the order of units matters, so only a prefix).
+    fn forget_ordered_before(&mut self, clock: &VectorClock) {
+        let mut covered = 0;
+        while let Some((n, c)) = self.runs.front() {
+            if !c.le(clock) {
+                break;
+            }
+            covered += n;
+            self.runs.pop_front();
+        }
+        if covered > 0 {
+            self.runs.push_front((covered, VectorClock::default()));
+        }
+    }
+
     /// The join of the clocks of the `n` oldest units.
     fn oldest(&self, mut n: u64) -> Option<VectorClock> {
         let mut c: Option<VectorClock> = None;
@@ -133,6 +150,29 @@ impl Cells {
     pub fn reset_range(&mut self, window: u32, bytes: std::ops::Range<u64>) {
         self.signals
             .retain(|(w, at), _| *w != window || !bytes.contains(at));
+    }
+
+    /// Forgets what happens before `clock` — every rank holds it (see
+    /// [`super::Detector::barrier_passed`]), so acquiring it orders
+    /// nothing more: atomic cells whose clock it covers go, and a signal
+    /// cell's oldest units whose clocks it covers become one run with no
+    /// clock (their count still matters to the waits that need them).
+    pub fn forget_ordered_before(&mut self, clock: &VectorClock) {
+        self.atomics.retain(|_, c| !c.le(clock));
+        for u in self.signals.values_mut() {
+            u.forget_ordered_before(clock);
+        }
+        self.signals.retain(|_, u| !u.runs.is_empty());
+    }
+
+    /// How many cells keep a clock (their cost).
+    pub fn len(&self) -> usize {
+        self.signals.len() + self.atomics.len()
+    }
+
+    /// Whether no cell keeps a clock.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// An atomic carrying `clock` was applied to `cell`: returns the clock

@@ -441,3 +441,100 @@ fn a_counter_notified_forever_keeps_bounded_history_and_its_oldest_clock() {
         "the oldest unit's clock is still acquired: {c}"
     );
 }
+
+/// Rank 1 puts `regions` disjoint slices into rank 0's window, then both
+/// pass `barriers` barriers.
+fn puts_then_barriers(regions: u64, barriers: usize) -> Vec<Vec<Step>> {
+    let mut one: Vec<Step> = (0..regions)
+        .map(|i| Step::Remote(AccessKind::Put, 0, i * 512..i * 512 + 256, SITE))
+        .collect();
+    one.extend(std::iter::repeat_n(Step::Barrier, barriers));
+    vec![vec![Step::Barrier; barriers], one]
+}
+
+#[test]
+fn the_shadow_forgets_what_the_barrier_before_the_last_ordered() {
+    for seed in 0..SEEDS {
+        let kept = |barriers| Sim::new(puts_then_barriers(100, barriers)).run_to_end(seed);
+        assert_eq!(kept(0).ranges()[0], 100, "seed {seed}: nothing orders them");
+        assert_eq!(
+            kept(1).ranges()[0],
+            100,
+            "seed {seed}: one barrier: a rank may still be in it"
+        );
+        assert_eq!(kept(2).ranges()[0], 0, "seed {seed}: the second barrier");
+    }
+}
+
+#[test]
+fn forgetting_after_barriers_keeps_every_race_report() {
+    // Epochs of put, barrier, read (ordered); then a put and a read of
+    // one slice with no barrier between them, and accesses of other
+    // slices around the barriers that must not hide it.
+    let got = reports(|| {
+        let mut zero = Vec::new();
+        let mut one = Vec::new();
+        for k in 0..6u64 {
+            let slice = k * 256..k * 256 + 256;
+            one.push(Step::Remote(AccessKind::Put, 0, slice.clone(), SITE));
+            zero.push(Step::Barrier);
+            one.push(Step::Barrier);
+            zero.push(Step::Load(slice, SITE));
+        }
+        one.push(Step::Remote(AccessKind::Put, 0, SLICE, SITE));
+        zero.push(Step::Load(SLICE, SITE));
+        zero.push(Step::Barrier);
+        one.push(Step::Barrier);
+        vec![zero, one]
+    });
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("rank 1 put into"), "{}", got[0]);
+}
+
+#[test]
+fn a_shadow_over_its_budget_forgets_the_least_recently_touched_and_counts_them() {
+    let mut s = Shadow::with_budget(0, "data", 100);
+    let owner = RankClock::new(0, 2);
+    let store = |i: u64| {
+        let a = access(0, owner.epoch().tick, AccessKind::Store);
+        (i * 512..i * 512 + 256, Access { op: i + 1, ..a })
+    };
+    for i in 0..1000 {
+        let (bytes, a) = store(i);
+        s.access(bytes, &a, owner.clock());
+        assert!(s.ranges() <= 100, "{} ranges", s.ranges());
+    }
+    assert!(s.forgotten() >= 900, "{} forgotten", s.forgotten());
+    // The newest stores are still known; the oldest were forgotten.
+    let peer = RankClock::new(1, 2);
+    let read = |i: u64| {
+        let bytes = i * 512..i * 512 + 256;
+        s.conflicts(
+            bytes,
+            &access(1, peer.epoch().tick, AccessKind::Get),
+            peer.clock(),
+        )
+    };
+    assert_eq!(read(999).len(), 1);
+    assert!(read(0).is_empty());
+}
+
+#[test]
+fn a_signal_cell_forgets_the_clocks_a_barrier_ordered_but_not_its_count() {
+    let mut cells = Cells::new();
+    let old = VectorClock::from_wire(vec![1, 0]);
+    let new = VectorClock::from_wire(vec![0, 5]);
+    cells.notified((1, 0), true, 2, &old);
+    cells.atomic((0, 8), &old);
+    cells.forget_ordered_before(&VectorClock::from_wire(vec![1, 1]));
+    cells.notified((1, 0), true, 1, &new);
+    // Two units with nothing to acquire, then the new notify's.
+    let two = cells.passed((1, 0), Cmp::Ge, 2).expect("units kept");
+    assert!(
+        !new.le(&two),
+        "a wait for the old units acquires the new one: {two}"
+    );
+    let three = cells.passed((1, 0), Cmp::Ge, 3).expect("units kept");
+    assert!(new.le(&three), "{three}");
+    assert_eq!(cells.len(), 1, "the atomic cell's covered clock is gone");
+}

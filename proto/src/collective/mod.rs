@@ -7,6 +7,9 @@
 //! MPI), with the same scratch; each collective ends with a barrier, so the
 //! scratch can be reused by the next one.
 
+mod agree;
+pub use agree::{Call, CallKind, disagreement};
+
 use crate::dtype::{from_bytes, to_bytes};
 use crate::{ReduceOp, Rma, Scalar};
 
@@ -75,15 +78,92 @@ fn chunk(n: usize, p: usize, c: usize) -> std::ops::Range<usize> {
 }
 
 fn need<R: Rma, T: Scalar>(s: &Scratch<R::Window>, call: &'static str, elems: usize) -> Res<(), R> {
-    let needed = (elems * T::DTYPE.size()) as u64;
-    if needed > s.bytes {
+    needs(call, elems * T::DTYPE.size(), s.bytes)
+}
+
+/// Checks `call` against `nranks` ranks and `scratch` bytes of scratch —
+/// what every collective checks before anything moves, and the same
+/// rules: a driver that agrees on the call across ranks
+/// ([`agree::disagreement`]) checks it first, so that a call that cannot
+/// run fails on its own rank without waiting for the others.
+pub fn check<E: std::error::Error + 'static>(
+    call: &Call,
+    nranks: u32,
+    scratch: u64,
+) -> Result<(), Error<E>> {
+    let (p, size) = (nranks as usize, call.dtype.size().max(1));
+    let n = (call.len / size as u64) as usize;
+    let (name, elems) = scratch_elems(call.kind, call.algo, call.root, p, n)?;
+    needs(name, elems * size, scratch)
+}
+
+/// A call's name in errors, and the scratch elements it needs; or why it
+/// cannot run.
+fn scratch_elems<E: std::error::Error + 'static>(
+    kind: CallKind,
+    algo: Option<Algo>,
+    root: Option<u32>,
+    p: usize,
+    n: usize,
+) -> Result<(&'static str, usize), Error<E>> {
+    let invalid = |call: &'static str| move |reason| Error::Invalid { call, reason };
+    Ok(match kind {
+        CallKind::AllReduce => match algo.unwrap_or_default() {
+            Algo::Mesh => ("allreduce (mesh)", p * n),
+            Algo::Ring => ("allreduce (ring)", n),
+        },
+        CallKind::Broadcast => {
+            let root = root.unwrap_or(0);
+            if root as usize >= p {
+                return Err(Error::Invalid {
+                    call: "broadcast",
+                    reason: format!(
+                        "root {root} is not a rank: the ranks are 0 to {}",
+                        p.saturating_sub(1)
+                    ),
+                });
+            }
+            ("broadcast", n)
+        }
+        CallKind::AllGather => ("allgather", p * n),
+        CallKind::ReduceScatter => (
+            "reduce_scatter",
+            p * blocks("reduce_scatter", n, p).map_err(invalid("reduce_scatter"))?,
+        ),
+        CallKind::AllToAll => (
+            "all_to_all",
+            p * blocks("all_to_all", n, p).map_err(invalid("all_to_all"))?,
+        ),
+    })
+}
+
+fn needs<E: std::error::Error + 'static>(
+    call: &'static str,
+    bytes: usize,
+    have: u64,
+) -> Result<(), Error<E>> {
+    if bytes as u64 > have {
         return Err(Error::ScratchTooSmall {
             call,
-            needed,
-            have: s.bytes,
+            needed: bytes as u64,
+            have,
         });
     }
     Ok(())
+}
+
+/// [`check`] for a typed call of `kind` on `n` elements: the scratch
+/// elements it needs.
+fn check_typed<R: Rma, T: Scalar>(
+    s: &Scratch<R::Window>,
+    r: &R,
+    (kind, algo, root): (CallKind, Option<Algo>, Option<u32>),
+    n: usize,
+) -> Res<usize, R> {
+    let p = r.nranks() as usize;
+    let (name, elems) = scratch_elems(kind, algo, root, p, n)?;
+    needs(name, elems * T::DTYPE.size(), s.bytes)?;
+    Ok(elems)
 }
 
 async fn put<R: Rma, T: Scalar>(
@@ -149,7 +229,7 @@ async fn allreduce_mesh<R: Rma, T: Scalar>(
     op: ReduceOp,
 ) -> Res<Vec<T>, R> {
     let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
-    need::<R, T>(s, "allreduce (mesh)", p * n)?;
+    check_typed::<R, T>(s, r, (CallKind::AllReduce, Some(Algo::Mesh), None), n)?;
     for j in 0..p {
         put(r, s, j as u32, me * n, x).await?;
     }
@@ -168,7 +248,7 @@ async fn allreduce_ring<R: Rma, T: Scalar>(
     op: ReduceOp,
 ) -> Res<Vec<T>, R> {
     let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
-    need::<R, T>(s, "allreduce (ring)", n)?;
+    check_typed::<R, T>(s, r, (CallKind::AllReduce, Some(Algo::Ring), None), n)?;
     let next = ((me + 1) % p) as u32;
     let mut acc = x.to_vec();
     // Reduce-scatter: after P − 1 steps rank r holds the full reduction of
@@ -206,16 +286,7 @@ pub async fn broadcast<R: Rma, T: Scalar>(
     root: u32,
 ) -> Res<Vec<T>, R> {
     let p = r.nranks();
-    if root >= p {
-        return Err(Error::Invalid {
-            call: "broadcast",
-            reason: format!(
-                "root {root} is not a rank: the ranks are 0 to {}",
-                p.saturating_sub(1)
-            ),
-        });
-    }
-    need::<R, T>(s, "broadcast", x.len())?;
+    check_typed::<R, T>(s, r, (CallKind::Broadcast, None, Some(root)), x.len())?;
     if r.rank() == root {
         for j in 0..p {
             put(r, s, j, 0, x).await?;
@@ -234,7 +305,7 @@ pub async fn allgather<R: Rma, T: Scalar>(
     x: &[T],
 ) -> Res<Vec<T>, R> {
     let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
-    need::<R, T>(s, "allgather", p * n)?;
+    check_typed::<R, T>(s, r, (CallKind::AllGather, None, None), n)?;
     for j in 0..p {
         put(r, s, j as u32, me * n, x).await?;
     }
@@ -262,11 +333,7 @@ pub async fn reduce_scatter<R: Rma, T: Scalar>(
     op: ReduceOp,
 ) -> Res<Vec<T>, R> {
     let (p, me) = (r.nranks() as usize, r.rank() as usize);
-    let blk = blocks("reduce_scatter", x.len(), p).map_err(|reason| Error::Invalid {
-        call: "reduce_scatter",
-        reason,
-    })?;
-    need::<R, T>(s, "reduce_scatter", p * blk)?;
+    let blk = check_typed::<R, T>(s, r, (CallKind::ReduceScatter, None, None), x.len())? / p;
     for j in 0..p {
         put(r, s, j as u32, me * blk, &x[j * blk..(j + 1) * blk]).await?;
     }
@@ -286,11 +353,7 @@ pub async fn all_to_all<R: Rma, T: Scalar>(
     x: &[T],
 ) -> Res<Vec<T>, R> {
     let (p, me) = (r.nranks() as usize, r.rank() as usize);
-    let blk = blocks("all_to_all", x.len(), p).map_err(|reason| Error::Invalid {
-        call: "all_to_all",
-        reason,
-    })?;
-    need::<R, T>(s, "all_to_all", p * blk)?;
+    let blk = check_typed::<R, T>(s, r, (CallKind::AllToAll, None, None), x.len())? / p;
     for j in 0..p {
         put(r, s, j as u32, me * blk, &x[j * blk..(j + 1) * blk]).await?;
     }
