@@ -28,7 +28,7 @@ pub enum Error {
     InvalidArgument(String),
     /// A transfer whose geometry does not hold (buffer, offset, region);
     /// nothing was sent.
-    #[error("{0}")]
+    #[error(transparent)]
     Geometry(#[from] pld_proto::geometry::GeometryError),
     /// Reading or writing local data failed.
     #[error("{context}: {error}")]

@@ -63,6 +63,16 @@ struct Inner {
     cells: Cells,
     detector: Detector,
     reports: Vec<Race>,
+    /// The windows whose shadow went over its budget, reported once each.
+    over_budget: Vec<bool>,
+}
+
+/// What checked mode counts, for `Stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CheckedCounters {
+    pub races: u64,
+    pub ranges: u64,
+    pub forgotten: u64,
 }
 
 /// One rank's race detector.
@@ -106,6 +116,7 @@ impl Checked {
                 cells: Cells::new(),
                 detector: Detector::new(rank, windows),
                 reports: Vec::new(),
+                over_budget: vec![false; windows.len()],
             }),
         }))
     }
@@ -125,6 +136,17 @@ impl Checked {
     /// Races seen, repeats included.
     pub fn races(&self) -> u64 {
         self.inner.locked().detector.races()
+    }
+
+    /// The races seen, the ranges the shadows keep and those forgotten
+    /// over their budget.
+    pub(crate) fn counters(&self) -> CheckedCounters {
+        let i = self.inner.locked();
+        CheckedCounters {
+            races: i.detector.races(),
+            ranges: i.detector.ranges() as u64,
+            forgotten: i.detector.forgotten_total(),
+        }
     }
 
     /// The stamp a request `body` carries; a notify or an atomic is a
@@ -193,8 +215,9 @@ impl Checked {
                     i.reports.push(race);
                 }
                 if raced && first.is_none() {
+                    let name = i.detector.window_name(window).unwrap_or("?");
                     first = Some(format!(
-                        "race on rank {}'s window {window} bytes {}..{}: the access races one reported before (see the log)",
+                        "race on rank {}'s window '{name}' bytes {}..{}: the access races one reported before (see the log)",
                         self.rank, b.start, b.end
                     ));
                 }
@@ -207,8 +230,30 @@ impl Checked {
                     i.reports.push(race);
                 }
             }
+            self.report_budget(&mut i, window);
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Says, once per window, that its shadow went over its budget.
+    fn report_budget(&self, i: &mut Inner, window: u32) {
+        let w = window as usize;
+        if i.over_budget.get(w).copied().unwrap_or(true) {
+            return;
+        }
+        if let Some((name, n)) = i.detector.forgotten().nth(w)
+            && n > 0
+        {
+            tracing::warn!(
+                "checked mode: the shadow of rank {}'s window '{name}' holds its budget of {} ranges; \
+                 the least recently touched are forgotten, and races with the accesses they held \
+                 are not reported (Stats checked_forgotten counts them). Barriers let the shadow \
+                 forget what they order.",
+                self.rank,
+                pld_proto::checked::DEFAULT_MAX_RANGES
+            );
+            i.over_budget[w] = true;
+        }
     }
 
     /// Applies a notify (`op` of `value`) to signal cell (`window`,
@@ -312,6 +357,9 @@ impl Checked {
         let all = i.barrier_clocks.finish(epoch, &entry);
         i.clock.acquire(&all);
         i.barriers += 1;
+        if let Some(before) = i.detector.barrier_passed(&all) {
+            i.cells.forget_ordered_before(&before);
+        }
     }
 }
 

@@ -56,6 +56,11 @@ pub fn render(src: &Sources) -> String {
             }
         }
         for (name, series) in by_name {
+            // A figure that goes down as well as up is a gauge.
+            if GAUGES.contains(&name) {
+                gauge(&mut out, &format!("pld_{name}"), help(name), &series);
+                continue;
+            }
             let _ = writeln!(out, "# HELP pld_{name}_total {}", help(name));
             let _ = writeln!(out, "# TYPE pld_{name}_total counter");
             for (labels, v) in series {
@@ -100,8 +105,14 @@ pub fn render(src: &Sources) -> String {
         );
         counter(
             &mut out,
+            "pld_grpc_connections_evicted_total",
+            "Unproven client connections closed to make room for a new one at the connection cap.",
+            &one(plane.evicted),
+        );
+        counter(
+            &mut out,
             "pld_grpc_streams_stalled_total",
-            "GetStreams cancelled because the client took nothing for --grpc-stall-timeout.",
+            "PutStreams and GetStreams cancelled because the client sent or took nothing for --grpc-stall-timeout.",
             &one(plane.stalled),
         );
         gauge(
@@ -142,6 +153,9 @@ pub fn render(src: &Sources) -> String {
     out
 }
 
+/// The `Stats` figures that are gauges, not counters.
+const GAUGES: [&str; 1] = ["checked_ranges"];
+
 fn help(name: &str) -> &'static str {
     match name {
         "msgs_sent" => "Peer-plane messages sent, by kind.",
@@ -156,6 +170,11 @@ fn help(name: &str) -> &'static str {
         "frame_errors" => "Connections closed because their bytes were not pld frames.",
         "auth_refused" => {
             "Peer connections refused by mutual TLS: a certificate not of the cluster CA, or not naming the rank claimed."
+        }
+        "races" => "Checked mode: races seen in this rank's windows, repeats included.",
+        "checked_ranges" => "Checked mode: byte ranges the window shadows keep now.",
+        "checked_forgotten" => {
+            "Checked mode: shadow ranges forgotten over their budget (races with them go unreported)."
         }
         _ => "A pld counter.",
     }

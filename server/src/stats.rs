@@ -28,6 +28,8 @@ pub struct Stats {
     frame_errors: AtomicU64,
     auth_refused: AtomicU64,
     races: AtomicU64,
+    checked_ranges: AtomicU64,
+    checked_forgotten: AtomicU64,
     /// Issue-to-completion time of remote ops, by kind.
     latency: [Histogram; OPS],
 }
@@ -103,6 +105,8 @@ impl Default for Stats {
             frame_errors: AtomicU64::new(0),
             auth_refused: AtomicU64::new(0),
             races: AtomicU64::new(0),
+            checked_ranges: AtomicU64::new(0),
+            checked_forgotten: AtomicU64::new(0),
             latency: std::array::from_fn(|_| Histogram::default()),
         }
     }
@@ -166,9 +170,12 @@ impl Stats {
         self.frame_errors.fetch_add(1, Relaxed);
     }
 
-    /// Checked mode: the races seen so far, repeats included.
-    pub(crate) fn set_races(&self, n: u64) {
-        self.races.store(n, Relaxed);
+    /// Checked mode: the races seen so far (repeats included), the ranges
+    /// the shadows keep, and those forgotten over their budget.
+    pub(crate) fn set_checked(&self, c: crate::checked::CheckedCounters) {
+        self.races.store(c.races, Relaxed);
+        self.checked_ranges.store(c.ranges, Relaxed);
+        self.checked_forgotten.store(c.forgotten, Relaxed);
     }
 
     /// A peer connection refused at authentication (mutual TLS).
@@ -192,6 +199,8 @@ impl Stats {
             frame_errors: self.frame_errors.load(Relaxed),
             auth_refused: self.auth_refused.load(Relaxed),
             races: self.races.load(Relaxed),
+            checked_ranges: self.checked_ranges.load(Relaxed),
+            checked_forgotten: self.checked_forgotten.load(Relaxed),
             latency: self.latency.iter().map(Histogram::snapshot).collect(),
         }
     }
@@ -317,6 +326,11 @@ pub struct StatsSnapshot {
     /// Checked mode: races seen in this rank's windows, repeats included
     /// (each is reported once).
     pub races: u64,
+    /// Checked mode: byte ranges the window shadows keep now (their cost).
+    pub checked_ranges: u64,
+    /// Checked mode: ranges forgotten because a shadow held its budget;
+    /// races with the accesses they held are not reported.
+    pub checked_forgotten: u64,
     latency: Vec<HistogramSnapshot>,
 }
 
@@ -379,6 +393,8 @@ impl StatsSnapshot {
         out.push(("frame_errors", "", self.frame_errors));
         out.push(("auth_refused", "", self.auth_refused));
         out.push(("races", "", self.races));
+        out.push(("checked_ranges", "", self.checked_ranges));
+        out.push(("checked_forgotten", "", self.checked_forgotten));
         out
     }
 }

@@ -109,8 +109,10 @@ impl AccessError {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The configuration cannot form a rank.
+    // Not the error's source: its text is in the message already (a
+    // source would print it twice in an error chain).
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
     /// A rank id outside the cluster.
     #[error("rank {rank} does not exist: the cluster has ranks 0 to {last}", last = .nranks.saturating_sub(1))]
     NoSuchRank { rank: u32, nranks: u32 },
@@ -235,8 +237,9 @@ pub enum Error {
         error: std::io::Error,
     },
     /// Certificates or TLS configuration could not be built.
+    // As `Config`: in the message, not the source.
     #[error("tls setup failed: {0}")]
-    Tls(#[from] TlsError),
+    Tls(TlsError),
     /// A peer's TLS handshake failed on a certificate: its certificate is
     /// not of this cluster's CA or does not name the rank, or it rejected
     /// this rank's.
@@ -267,3 +270,42 @@ impl Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        Error::Config(e)
+    }
+}
+
+impl From<TlsError> for Error {
+    fn from(e: TlsError) -> Error {
+        Error::Tls(e)
+    }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how
+/// long it was: errors that echo what a user sent (a window name, a
+/// message built from one) stay bounded however much was sent.
+pub(crate) fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &text[..end], text.len()).into()
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::clip;
+
+    #[test]
+    fn long_text_is_cut_at_a_character_boundary_and_says_its_length() {
+        assert_eq!(clip("data", 8), "data");
+        let long = "é".repeat(100);
+        let c = clip(&long, 9);
+        assert_eq!(c, format!("{}... (200 bytes in all)", "é".repeat(4)));
+    }
+}

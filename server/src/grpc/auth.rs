@@ -69,7 +69,13 @@ impl Interceptor for BearerToken {
             .metadata()
             .get("authorization")
             .map(|v| v.as_bytes());
-        self.check(header)?;
+        let checked = self.check(header);
+        // The accept loop keeps proven connections and evicts refused ones
+        // first when the connection cap is full.
+        if let Some(conn) = request.extensions().get::<super::incoming::ClientInfo>() {
+            conn.authenticated(checked.is_ok());
+        }
+        checked?;
         Ok(request)
     }
 }

@@ -6,7 +6,7 @@ use super::request::dtype;
 use super::{Error, Shared};
 use bytes::Bytes;
 use half::{bf16, f16};
-use pld_proto::collective::{self as coll, Algo, Scratch};
+use pld_proto::collective::{self as coll, Algo, CallKind, Scratch};
 use pld_proto::dtype::{from_bytes, to_bytes};
 use pld_proto::v1::{self as pb};
 use pld_proto::{Dtype, ReduceOp, Scalar};
@@ -46,6 +46,59 @@ pub(crate) fn algo(call: &'static str, v: i32) -> Result<Algo, Error> {
     }
 }
 
+impl Kind {
+    /// The call as the ranks must agree on it.
+    fn call(self, dtype: Dtype, len: u64) -> coll::Call {
+        let (kind, op, algo, root) = match self {
+            Kind::AllReduce(op, algo) => (CallKind::AllReduce, Some(op), Some(algo), None),
+            Kind::Broadcast(root) => (CallKind::Broadcast, None, None, Some(root)),
+            Kind::AllGather => (CallKind::AllGather, None, None, None),
+            Kind::ReduceScatter(op) => (CallKind::ReduceScatter, Some(op), None, None),
+            Kind::AllToAll => (CallKind::AllToAll, None, None, None),
+        };
+        coll::Call {
+            kind,
+            op,
+            algo,
+            root,
+            dtype,
+            len,
+        }
+    }
+}
+
+/// Every rank puts its `call` into its slot of every rank's agreement
+/// area (at `at` of `window`), a barrier orders the puts, and each rank
+/// compares the P calls it then holds: the same P everywhere, so all
+/// ranks pass or all fail, with the same report. A failing rank passes
+/// one more barrier first, so that no rank's next call overwrites a slot
+/// another is still reading. (`pld_proto::collective::agree`.)
+async fn agree(
+    r: &crate::Rank,
+    name: &'static str,
+    window: crate::WindowId,
+    at: u64,
+    call: coll::Call,
+) -> Result<(), Error> {
+    let (me, p) = (u64::from(r.rank()), r.nranks());
+    let size = coll::Call::SIZE as u64;
+    let slot = call.encode();
+    for peer in 0..p {
+        r.put_nbi(peer, window, at + me * size, &slot).await?;
+    }
+    r.barrier().await?;
+    let all = r.get(r.rank(), window, at, u64::from(p) * size).await?;
+    let calls: Vec<Option<coll::Call>> = all
+        .chunks(coll::Call::SIZE)
+        .map(coll::Call::decode)
+        .collect();
+    let Some(report) = coll::disagreement(&calls) else {
+        return Ok(());
+    };
+    r.barrier().await?;
+    Err(Error::CollectiveMismatch { call: name, report })
+}
+
 /// Runs one collective on `data` (little-endian `dtype` elements).
 pub(crate) async fn run(
     shared: &Shared,
@@ -83,13 +136,19 @@ pub(crate) async fn run(
         .iter()
         .find(|w| w.name == "collective")
         .map_or(0, |w| w.size);
+    // The last P slots of the window are the agreement area.
+    let slots = u64::from(rank.nranks()) * coll::Call::SIZE as u64;
     let scratch = Scratch {
         window,
         base: 0,
-        bytes,
+        bytes: bytes.saturating_sub(slots),
     };
     let _one_at_a_time = shared.collective.lock().await;
     let r: &crate::Rank = rank;
+    // What can be refused here is, before any rank waits for another.
+    let c = kind.call(dt, data.len() as u64);
+    coll::check::<crate::Error>(&c, rank.nranks(), scratch.bytes)?;
+    agree(r, call, window, scratch.bytes, c).await?;
     let out = match dt {
         Dtype::Fp32 => typed::<f32>(r, &scratch, data, kind).await?,
         Dtype::Fp16 => typed::<f16>(r, &scratch, data, kind).await?,

@@ -16,13 +16,19 @@ use tonic_types::ErrorDetails;
 /// The domain of every pld ErrorInfo.
 pub const DOMAIN: &str = "pld.v1";
 
+/// The most bytes of one metadata value (values may echo a client's
+/// text; the client's metadata limit is 16 KiB for all of them).
+const MAX_VALUE: usize = 256;
+
 /// Metadata entries, built up by kind.
 #[derive(Default)]
 struct Meta(HashMap<String, String>);
 
 impl Meta {
     fn with(mut self, key: &str, value: impl ToString) -> Meta {
-        self.0.insert(key.into(), value.to_string());
+        let value = value.to_string();
+        let value = crate::error::clip(&value, MAX_VALUE).into_owned();
+        self.0.insert(key.into(), value);
         self
     }
     fn ranks(self, key: &str, ranks: impl IntoIterator<Item = u32>) -> Meta {
@@ -176,6 +182,7 @@ pub(crate) fn details(e: &Error) -> ErrorDetails {
     let (reason, meta) = match e {
         Error::Rank(r) => of_rank(r),
         Error::NotReady { rank } => ("NOT_READY", m.with("rank", rank)),
+        Error::ShuttingDown { rank } => ("SHUTTING_DOWN", m.with("rank", rank)),
         Error::InvalidArgument { call, .. } => ("INVALID_ARGUMENT", m.with("call", call)),
         Error::Geometry { call, error } => {
             let mut d =
@@ -200,9 +207,24 @@ pub(crate) fn details(e: &Error) -> ErrorDetails {
                 .with("applied", applied),
         ),
         Error::ClientStream { call, .. } => ("CLIENT_STREAM", m.with("call", call)),
+        Error::PutStalled {
+            rank,
+            stall,
+            expected,
+            got,
+            applied,
+        } => (
+            "STALLED",
+            m.with("rank", rank)
+                .with("stall_ms", stall.as_millis())
+                .with("expected", expected)
+                .with("got", got)
+                .with("applied", applied),
+        ),
         Error::Unauthenticated(_) => ("UNAUTHENTICATED", m),
         Error::Internal(_) => ("INTERNAL", m),
         Error::NoCollectiveWindow { call } => ("NO_COLLECTIVE_WINDOW", m.with("call", call)),
+        Error::CollectiveMismatch { call, .. } => ("COLLECTIVE_MISMATCH", m.with("call", call)),
         Error::ScratchTooSmall { call, needed, have } => (
             "SCRATCH_TOO_SMALL",
             m.with("call", call)

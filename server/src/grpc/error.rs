@@ -49,6 +49,23 @@ pub enum Error {
         got: u64,
         applied: u64,
     },
+    /// The daemon is shutting down: the call was refused, or cancelled
+    /// after the drain's grace.
+    #[error(
+        "rank {rank} is shutting down: the daemon takes no more calls and ends those still running"
+    )]
+    ShuttingDown { rank: u32 },
+    /// A PutStream whose client sent nothing for the stall timeout.
+    #[error(
+        "PutStream to rank {rank}: the client sent nothing for {stall:?} (--grpc-stall-timeout); the stream was cancelled after {got} of {expected} bytes, {applied} of them written"
+    )]
+    PutStalled {
+        rank: u32,
+        stall: std::time::Duration,
+        expected: u64,
+        got: u64,
+        applied: u64,
+    },
     /// The client's stream failed.
     #[error("{call}: the client's stream failed: {status}")]
     ClientStream { call: &'static str, status: Status },
@@ -60,6 +77,10 @@ pub enum Error {
         "{call}: the daemons have no window 'collective' for the collectives' scratch; start every daemon with --window collective=SIZE (the default windows include 16 MiB)"
     )]
     NoCollectiveWindow { call: &'static str },
+    /// The ranks called different collectives, or the same with other
+    /// arguments.
+    #[error("{call}: {report}; every rank must make the same collective call, in the same order")]
+    CollectiveMismatch { call: &'static str, report: String },
     /// A collective needs more scratch than the `collective` window has.
     #[error(
         "{call} needs {needed} bytes of scratch, but the collective scratch has {have}; start the daemons with a larger --window collective=SIZE"
@@ -89,6 +110,9 @@ fn access_code(e: &AccessError) -> Code {
     match e {
         AccessError::OutOfBounds { .. } => Code::OutOfRange,
         AccessError::UnknownWindow { .. } => Code::NotFound,
+        // Checked mode, strict: the program's ordering is the fix, as for
+        // a peer's refusal (`wire_code`).
+        AccessError::Race { .. } => Code::FailedPrecondition,
         _ => Code::InvalidArgument,
     }
 }
@@ -142,17 +166,21 @@ impl Error {
     pub fn code(&self) -> Code {
         match self {
             Error::Rank(e) => rank_code(e),
-            Error::NotReady { .. } => Code::Unavailable,
+            Error::NotReady { .. } | Error::ShuttingDown { .. } => Code::Unavailable,
             Error::InvalidArgument { .. } | Error::Geometry { .. } | Error::StreamLength { .. } => {
                 Code::InvalidArgument
             }
             // One code for "too large" everywhere: tonic's own limit says it too.
             Error::TooLarge { .. } => Code::ResourceExhausted,
-            Error::ClientStream { status, .. } if is_too_large(status) => Code::ResourceExhausted,
-            Error::ClientStream { status, .. } => status.code(),
+            Error::ClientStream { status, .. } => {
+                remapped(status).map_or(status.code(), |s| s.code())
+            }
             Error::Unauthenticated(_) => Code::Unauthenticated,
+            Error::PutStalled { .. } => Code::DeadlineExceeded,
             Error::Internal(_) => Code::Internal,
-            Error::NoCollectiveWindow { .. } => Code::FailedPrecondition,
+            Error::NoCollectiveWindow { .. } | Error::CollectiveMismatch { .. } => {
+                Code::FailedPrecondition
+            }
             Error::ScratchTooSmall { .. } => Code::ResourceExhausted,
         }
     }
@@ -171,12 +199,19 @@ impl From<pld_proto::collective::Error<RankError>> for Error {
     }
 }
 
+/// The most bytes of a status message. Messages may echo what a client
+/// sent; the message travels twice (grpc-message, percent-encoded, and in
+/// the details), and a client's metadata limit is 16 KiB in all.
+pub(crate) const MAX_MESSAGE: usize = 1024;
+
 impl From<Error> for Status {
     /// The code, the message, and the structured details (an ErrorInfo
     /// whose reason and metadata clients match on: `grpc/details.rs`).
     fn from(e: Error) -> Status {
         use tonic_types::StatusExt;
-        Status::with_error_details(e.code(), e.to_string(), super::details::details(&e))
+        let message = e.to_string();
+        let message = crate::error::clip(&message, MAX_MESSAGE);
+        Status::with_error_details(e.code(), message, super::details::details(&e))
     }
 }
 
@@ -187,20 +222,45 @@ fn is_too_large(status: &Status) -> bool {
     status.code() == Code::OutOfRange && status.message().contains("message length too large")
 }
 
-/// Rewrites tonic's trailers-only OUT_OF_RANGE for an oversized request
-/// message into RESOURCE_EXHAUSTED, saying what to do instead. A layer of
-/// the gRPC server: such a request never reaches [`Error`].
-pub(crate) fn remap_too_large(
+/// Whether `status` is the codec's refusal of bytes that do not decode as
+/// the request message (garbage, a string that is not UTF-8). tonic says
+/// INTERNAL; the fault is the client's request: INVALID_ARGUMENT.
+fn is_undecodable(status: &Status) -> bool {
+    status.code() == Code::Internal
+        && status
+            .message()
+            .starts_with("failed to decode Protobuf message")
+}
+
+/// The status a client should see for the codec's own refusal of its
+/// request, if it is one (see [`is_too_large`], [`is_undecodable`]).
+fn remapped(status: &Status) -> Option<Status> {
+    if is_too_large(status) {
+        return Some(Status::resource_exhausted(format!(
+            "{}; send larger transfers with PutStream / GetStream",
+            status.message()
+        )));
+    }
+    is_undecodable(status).then(|| {
+        Status::invalid_argument(format!(
+            "the request does not decode as its message: {}",
+            status.message()
+        ))
+    })
+}
+
+/// Rewrites tonic's trailers-only refusals of a request message it could
+/// not take — OUT_OF_RANGE for an oversized one, INTERNAL for one that
+/// does not decode — into RESOURCE_EXHAUSTED (saying what to do instead)
+/// and INVALID_ARGUMENT. A layer of the gRPC server: such a request never
+/// reaches [`Error`].
+pub(crate) fn remap_codec_errors(
     mut res: http::Response<tonic::body::Body>,
 ) -> http::Response<tonic::body::Body> {
     let Some(status) = Status::from_header_map(res.headers()) else {
         return res;
     };
-    if is_too_large(&status) {
-        let remapped = Status::resource_exhausted(format!(
-            "{}; send larger transfers with PutStream / GetStream",
-            status.message()
-        ));
+    if let Some(remapped) = remapped(&status) {
         // Header values from a Status always encode.
         let _ = remapped.add_header(res.headers_mut());
     }
@@ -311,7 +371,7 @@ mod tests {
         }
 
         // An oversized unary request: the trailers-only response is rewritten.
-        let res = remap_too_large(too_large.into_http());
+        let res = remap_codec_errors(too_large.into_http());
         let status = Status::from_header_map(res.headers()).expect("a status");
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert!(
@@ -319,7 +379,7 @@ mod tests {
             "{}",
             status.message()
         );
-        let res = remap_too_large(Status::out_of_range("offset 9 past the window").into_http());
+        let res = remap_codec_errors(Status::out_of_range("offset 9 past the window").into_http());
         let status = Status::from_header_map(res.headers()).expect("a status");
         assert_eq!(status.code(), Code::OutOfRange);
     }

@@ -1,9 +1,16 @@
 //! The client plane's accept loop: what a connection must do, and how
 //! many there may be, before tonic sees it.
 //!
-//! - A cap on concurrent connections (`--grpc-max-connections`): one over
-//!   it is closed at once, and the refusals are logged at most once a
-//!   second, with a count.
+//! - A cap on concurrent connections (`--grpc-max-connections`). A
+//!   connection is *unproven* until a call on it passes authentication
+//!   (with no token set, any call does). When the cap is full, a newcomer
+//!   takes the slot of an unproven connection — first one whose call was
+//!   refused, else the oldest that has held its slot for
+//!   [`EVICT_AFTER`] — and that connection is closed; if there is none,
+//!   the newcomer is closed at once. Proven connections are never
+//!   evicted, so clients that use the daemon keep their connections
+//!   whatever strangers do. Refusals and evictions are logged at most once
+//!   a second, with a count.
 //! - A deadline (`--grpc-handshake-timeout`) for the TLS handshake (with
 //!   `--grpc-tls`) and the HTTP/2 connection preface: a connection that
 //!   sends nothing, or something else, is closed — it never holds a slot
@@ -22,12 +29,14 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
@@ -55,6 +64,96 @@ impl std::fmt::Debug for Admission {
     }
 }
 
+/// How long an unproven connection keeps its slot for sure; past it, a
+/// newcomer may take it when the cap is full.
+pub(crate) const EVICT_AFTER: Duration = Duration::from_secs(1);
+
+/// What a connection has shown of itself ([`ClientInfo::trust`]).
+const UNPROVEN: u8 = 0;
+const PROVEN: u8 = 1;
+const REFUSED: u8 = 2;
+
+/// The cap's slots and who holds them.
+#[derive(Debug)]
+struct Slots {
+    max: usize,
+    held: std::sync::Mutex<Vec<Held>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug)]
+struct Held {
+    id: u64,
+    since: Instant,
+    info: ClientInfo,
+}
+
+/// One slot of the cap; given back when dropped.
+#[derive(Debug)]
+struct Slot {
+    id: u64,
+    slots: Arc<Slots>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.slots.held.locked().retain(|h| h.id != self.id);
+    }
+}
+
+impl Slots {
+    fn new(max: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            max: max.max(1),
+            held: Default::default(),
+            next: Default::default(),
+        })
+    }
+
+    /// A slot for the connection `info`: a free one, or one taken from an
+    /// unproven connection (which is closed; the second value says why);
+    /// `None` if every slot is held by one that may keep it.
+    fn admit(self: &Arc<Self>, info: &ClientInfo) -> Option<(Slot, Option<&'static str>)> {
+        let now = Instant::now();
+        let mut held = self.held.locked();
+        let mut evicted = None;
+        if held.len() >= self.max {
+            let trust = |h: &Held| h.info.trust.load(Ordering::Relaxed);
+            let victim = held
+                .iter()
+                .position(|h| trust(h) == REFUSED)
+                .map(|i| (i, "its calls failed authentication"))
+                .or_else(|| {
+                    held.iter()
+                        .enumerate()
+                        .filter(|(_, h)| {
+                            trust(h) == UNPROVEN && now.duration_since(h.since) >= EVICT_AFTER
+                        })
+                        .min_by_key(|(_, h)| h.since)
+                        .map(|(i, _)| (i, "it made no authenticated call"))
+                })?;
+            let (i, why) = victim;
+            let h = held.swap_remove(i);
+            h.info.kill.kill(format!(
+                "the connection cap (--grpc-max-connections {}) is full and {why}: its slot went to a new connection",
+                self.max
+            ));
+            evicted = Some(why);
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        held.push(Held {
+            id,
+            since: now,
+            info: info.clone(),
+        });
+        let slot = Slot {
+            id,
+            slots: self.clone(),
+        };
+        Some((slot, evicted))
+    }
+}
+
 /// A client connection that finished its handshake and sent the preface;
 /// it holds one of the cap's slots until it closes.
 pub(crate) struct ClientConn {
@@ -63,7 +162,7 @@ pub(crate) struct ClientConn {
     /// before anything else is read.
     preface: Option<([u8; 24], usize)>,
     info: ClientInfo,
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     metrics: Arc<super::GrpcMetrics>,
 }
 
@@ -79,6 +178,22 @@ pub(crate) struct ClientInfo {
     pub remote: Option<SocketAddr>,
     /// Closes the connection from the daemon's side.
     pub kill: Arc<Kill>,
+    /// Whether a call on it passed authentication, or failed it (the
+    /// accept loop evicts such connections first when the cap is full).
+    trust: Arc<AtomicU8>,
+}
+
+impl ClientInfo {
+    /// A call on the connection passed authentication (or failed it).
+    pub(crate) fn authenticated(&self, passed: bool) {
+        let to = if passed { PROVEN } else { REFUSED };
+        // A connection that proved itself once stays proven.
+        let _ = self
+            .trust
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t != PROVEN).then_some(to)
+            });
+    }
 }
 
 /// Closes a client connection from the daemon's side: its next read fails,
@@ -219,12 +334,13 @@ pub(crate) fn accept(
     admission: Admission,
 ) -> ReceiverStream<io::Result<ClientConn>> {
     let (tx, rx) = mpsc::channel(64);
-    let slots = Arc::new(Semaphore::new(admission.max_connections));
+    let slots = Slots::new(admission.max_connections);
     tokio::spawn(async move {
         let rank = admission.rank;
         let refused = RateLimited::every(Duration::from_secs(1));
         let starved = RateLimited::every(Duration::from_secs(1));
         let failed = RateLimited::every(Duration::from_secs(1));
+        let evictions = RateLimited::every(Duration::from_secs(1));
         let mut backoff = Duration::from_millis(10);
         loop {
             let (tcp, remote) = tokio::select! {
@@ -247,7 +363,12 @@ pub(crate) fn accept(
                 _ = tx.closed() => return,
             };
             backoff = Duration::from_millis(10);
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
+            let info = ClientInfo {
+                remote: Some(remote),
+                kill: Arc::default(),
+                trust: Arc::default(),
+            };
+            let Some((slot, evicted)) = slots.admit(&info) else {
                 if let Some(more) = refused.admit() {
                     tracing::warn!(
                         rank,
@@ -260,11 +381,22 @@ pub(crate) fn accept(
                 drop(tcp);
                 continue;
             };
+            if let Some(why) = evicted {
+                admission.metrics.evicted.fetch_add(1, Ordering::Relaxed);
+                if let Some(more) = evictions.admit() {
+                    tracing::info!(
+                        rank,
+                        %remote,
+                        "closed an unproven gRPC client connection for a new one: the cap of {} is full and {why}{more}",
+                        admission.max_connections
+                    );
+                }
+            }
             let (tx, admission, failed) = (tx.clone(), admission.clone(), failed.clone());
             tokio::spawn(async move {
                 match tokio::time::timeout(
                     admission.handshake_timeout,
-                    handshake(tcp, remote, &admission, slot),
+                    handshake(tcp, info, &admission, slot),
                 )
                 .await
                 {
@@ -305,14 +437,10 @@ pub(crate) fn accept(
 /// The TLS handshake (if any) and the preface; the caller bounds its time.
 async fn handshake(
     tcp: TcpStream,
-    remote: SocketAddr,
+    info: ClientInfo,
     admission: &Admission,
-    slot: OwnedSemaphorePermit,
+    slot: Slot,
 ) -> Result<ClientConn, String> {
-    let info = ClientInfo {
-        remote: Some(remote),
-        kill: Arc::default(),
-    };
     let _ = tcp.set_nodelay(true);
     let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(
         &socket2::TcpKeepalive::new()

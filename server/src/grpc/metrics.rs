@@ -37,7 +37,9 @@ pub struct GrpcMetrics {
     pub(crate) refused: AtomicU64,
     /// Connections closed for a failed or late TLS handshake or preface.
     pub(crate) handshakes_failed: AtomicU64,
-    /// GetStreams cancelled because their client stopped reading.
+    /// Unproven connections closed to make room for a new one.
+    pub(crate) evicted: AtomicU64,
+    /// Streams cancelled because their client stopped sending or reading.
     pub(crate) stalled: AtomicU64,
     budget: std::sync::OnceLock<super::budget::Budget>,
 }
@@ -50,6 +52,7 @@ impl Default for GrpcMetrics {
             open: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             handshakes_failed: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
             stalled: AtomicU64::new(0),
             budget: std::sync::OnceLock::new(),
         }
@@ -62,6 +65,7 @@ pub struct PlaneSnapshot {
     pub open: u64,
     pub refused: u64,
     pub handshakes_failed: u64,
+    pub evicted: u64,
     pub stalled: u64,
     /// Bytes of the buffer budget in use.
     pub buffered: u64,
@@ -96,6 +100,7 @@ impl GrpcMetrics {
             open: self.open.load(Relaxed),
             refused: self.refused.load(Relaxed),
             handshakes_failed: self.handshakes_failed.load(Relaxed),
+            evicted: self.evicted.load(Relaxed),
             stalled: self.stalled.load(Relaxed),
             buffered: self.budget.get().map_or(0, |b| b.in_use() as u64),
         }

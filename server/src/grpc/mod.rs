@@ -13,6 +13,7 @@ mod batch;
 mod budget;
 mod collective;
 mod details;
+mod drain;
 pub mod error;
 mod incoming;
 mod metrics;
@@ -20,6 +21,7 @@ mod request;
 mod service;
 mod stream;
 
+pub use drain::GRACE as DRAIN_GRACE;
 pub use error::Error;
 pub use metrics::GrpcMetrics;
 
@@ -224,9 +226,16 @@ pub(crate) struct Shared {
     pub(crate) streams: stream::Streams,
     /// One collective at a time: they share the scratch window.
     pub(crate) collective: tokio::sync::Mutex<()>,
+    /// Stopping: refuses new calls, ends those that outlive the grace.
+    pub(crate) drain: Arc<drain::Drain>,
 }
 
 impl Shared {
+    /// The most bytes one message may encode to (data and overhead).
+    pub(crate) fn message_limit(&self) -> usize {
+        self.max_data + MESSAGE_OVERHEAD
+    }
+
     pub(crate) fn rank(&self) -> Result<&Arc<Rank>, Error> {
         self.rank.get().ok_or(Error::NotReady {
             rank: self.config.rank,
@@ -260,6 +269,7 @@ impl GrpcServer {
             .local_addr()
             .map_err(|e| crate::Error::io("gRPC local address", e))?;
         let metrics = Arc::new(GrpcMetrics::default());
+        let drain = drain::Drain::new(config.rank);
         let shared = Arc::new(Shared {
             config: config.clone(),
             rank: OnceLock::new(),
@@ -269,8 +279,10 @@ impl GrpcServer {
                 budget: budget::Budget::new(opts.buffer_budget),
                 stall_timeout: opts.stall_timeout,
                 metrics,
+                drain: drain.clone(),
             },
             collective: tokio::sync::Mutex::new(()),
+            drain,
         });
         let (health, health_service) = tonic_health::server::health_reporter();
         health
@@ -292,7 +304,7 @@ impl GrpcServer {
         let reflection_v1alpha = reflection()
             .build_v1alpha()
             .map_err(|error| ConfigError::Reflection { error })?;
-        let limit = opts.max_message_data + MESSAGE_OVERHEAD;
+        let limit = shared.message_limit();
         let pld = PldServer::new(service::Service::new(shared.clone()))
             .max_decoding_message_size(limit)
             .max_encoding_message_size(limit);
@@ -331,7 +343,9 @@ impl GrpcServer {
             // Clients that died without closing stop answering pings.
             .http2_keepalive_interval(Some(Duration::from_secs(20)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-            .layer(tower::util::MapResponseLayer::new(error::remap_too_large))
+            .layer(tower::util::MapResponseLayer::new(
+                error::remap_codec_errors,
+            ))
             .add_service(health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
@@ -379,8 +393,9 @@ impl GrpcServer {
         self.shared.metrics.clone()
     }
 
-    /// Reports NOT_SERVING, stops accepting calls and waits (briefly) for
-    /// the calls in progress.
+    /// Reports NOT_SERVING, refuses new calls, gives those in progress
+    /// [`DRAIN_GRACE`] to finish and fails the rest with UNAVAILABLE
+    /// naming the shutdown, then closes the connections (waiting briefly).
     pub async fn shutdown(self) {
         self.health
             .set_service_status("", ServingStatus::NotServing)
@@ -388,6 +403,7 @@ impl GrpcServer {
         self.health
             .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
             .await;
+        self.shared.drain.drain().await;
         let _ = self.stop.send(true);
         let mut task = self.task;
         if tokio::time::timeout(Duration::from_secs(2), &mut task)

@@ -42,7 +42,7 @@ impl Service {
         call: impl Future<Output = Result<T, Error>>,
     ) -> Result<Response<T>, Status> {
         let t0 = Instant::now();
-        let result = call.await;
+        let result = self.shared.drain.run(call).await;
         let code = result.as_ref().map_or_else(Error::code, |_| Code::Ok);
         self.shared.metrics.record(method, code, t0.elapsed());
         match result {

@@ -145,7 +145,7 @@ pub(super) fn check_access(
     let zero = CheckedStamp::default();
     let from = (peer.rank, id, stamp.unwrap_or(&zero));
     let result = c.access(window, &rows.byte_ranges(), kind, Some(from));
-    state.stats.set_races(c.races());
+    state.stats.set_checked(c.counters());
     result.map_err(|report| AccessError::Race { report })
 }
 

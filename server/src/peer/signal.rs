@@ -344,18 +344,27 @@ pub(crate) fn heard(
     signal: &BarrierSignal,
     checked: Option<&CheckedStamp>,
 ) {
-    if let (Some(c), Some(s)) = (&state.checked, checked) {
-        c.barrier_heard(signal.epoch, s);
-    }
-    let accepted = state
-        .barrier
-        .locked()
-        .on_message(from, signal.epoch, signal.round);
+    let accepted = {
+        let mut barrier = state.barrier.locked();
+        let accepted = barrier.on_message(from, signal.epoch, signal.round);
+        // Its clock only once the state machine took it (an epoch far
+        // ahead, a duplicate, a wrong sender are dropped whole), and under
+        // the barrier's lock, so that the barrier cannot finish the epoch
+        // between the two.
+        if accepted.is_ok()
+            && let (Some(c), Some(s)) = (&state.checked, checked)
+        {
+            c.barrier_heard(signal.epoch, s);
+        }
+        accepted
+    };
     match accepted {
         Ok(()) => state.barrier_wake.notify_waiters(),
         Err(e) => {
             state.stats.frame_error();
-            tracing::warn!(peer = from, "ignored a barrier message: {e}");
+            if let Some(more) = state.barrier_ignored.admit() {
+                tracing::warn!(peer = from, "ignored a barrier message: {e}{more}");
+            }
         }
     }
 }

@@ -22,6 +22,9 @@ pub(crate) struct RankState {
     pub barrier: std::sync::Mutex<pld_proto::barrier::Barrier>,
     /// Wakes `Rank::barrier` when a barrier message arrives.
     pub barrier_wake: tokio::sync::Notify,
+    /// The log line of a barrier message that was ignored: a peer (or,
+    /// under --insecure, anyone) can send many.
+    pub barrier_ignored: crate::ratelog::RateLimited,
     /// Barrier signals the state machine handed out that could not be sent:
     /// the next barrier call sends them first, or fails again.
     pub barrier_unsent: std::sync::Mutex<Vec<pld_proto::barrier::Signal>>,
@@ -191,6 +194,7 @@ impl RankState {
             checked,
             barrier: std::sync::Mutex::new(barrier),
             barrier_wake: tokio::sync::Notify::new(),
+            barrier_ignored: crate::ratelog::RateLimited::every(std::time::Duration::from_secs(1)),
             barrier_unsent: std::sync::Mutex::new(Vec::new()),
             activity: Activity::default(),
             refusal: std::sync::Mutex::new(None),

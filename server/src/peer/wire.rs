@@ -21,9 +21,9 @@ pub(crate) enum ReadError {
     Closed,
     #[error("connection closed by the peer in the middle of a frame")]
     Truncated,
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Frame(#[from] FrameError),
 }
 

@@ -44,7 +44,7 @@ impl Rank {
             }
         }
         let result = c.access(win.0, bytes, kind, None);
-        self.state.stats.set_races(c.races());
+        self.state.stats.set_checked(c.counters());
         result.map_err(|report| Error::Access {
             op,
             rank: self.rank(),

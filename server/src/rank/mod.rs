@@ -36,6 +36,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinSet;
 
+/// The most bytes of an unknown window's name that its error echoes.
+pub(crate) const MAX_ECHOED_NAME: usize = 128;
+
 /// A window of this rank's cluster, resolved by name with [`Rank::window`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WindowId(u32);
@@ -254,14 +257,16 @@ impl Rank {
         self.state.stats.snapshot()
     }
 
-    /// Resolves a window by name.
+    /// Resolves a window by name (an unknown one's error echoes at most
+    /// `MAX_ECHOED_NAME` (128) bytes of it).
     pub fn window(&self, name: &str) -> Result<WindowId> {
         self.state
             .windows
             .id_of(name)
             .map(WindowId)
             .ok_or_else(|| Error::NoSuchWindow {
-                name: name.to_string(),
+                // The name is the caller's: a client may send megabytes.
+                name: crate::error::clip(name, MAX_ECHOED_NAME).into_owned(),
                 known: self.state.windows.names(),
             })
     }

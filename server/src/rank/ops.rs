@@ -160,7 +160,13 @@ impl Rank {
         offset: u64,
         len: u64,
     ) -> Result<OpHandle<Bytes>> {
-        let check = check(peer, OpKind::Get, Some(len));
+        let op = OpKind::Get;
+        // The range first: `len` is the caller's (a gRPC client's), and a
+        // buffer is allocated only for bytes the window has.
+        self.window_for(op, peer, win)?
+            .check_range(offset, len)
+            .map_err(self.refused(op, peer))?;
+        let check = check(peer, op, Some(len));
         match self
             .get_parts(peer, win, offset, BytesMut::zeroed(len as usize))
             .await?

@@ -180,6 +180,7 @@ impl Rank {
     fn barrier_done(&self, epoch: u64) {
         if let Some(c) = &self.state.checked {
             c.barrier_done(epoch);
+            self.state.stats.set_checked(c.counters());
         }
     }
 

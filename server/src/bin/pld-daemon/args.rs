@@ -125,17 +125,21 @@ pub struct RunArgs {
     /// HTTP/2 preface within this, or it is closed (100ms to 5m).
     #[arg(long, env = "PLD_GRPC_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     grpc_handshake_timeout: Duration,
-    /// Client connections open at once at most; one more is closed at
-    /// once, and the refusals are logged (1 to 65536).
+    /// Client connections open at once at most. At the cap a new one takes
+    /// the slot of a connection that made no authenticated call (one whose
+    /// calls were refused first, else one older than 1 s), or is closed at
+    /// once; the refusals are logged (1 to 65536).
     #[arg(long, env = "PLD_GRPC_MAX_CONNECTIONS", default_value_t = grpc::DEFAULT_MAX_CONNECTIONS)]
     grpc_max_connections: usize,
     /// Bytes the client plane's streams may buffer in all; streams wait
-    /// past it (4 MiB to 1 TiB).
+    /// past it, and streams that are starting may hold three quarters of
+    /// it at most (4 MiB to 1 TiB).
     #[arg(long, env = "PLD_GRPC_BUFFER_BUDGET", default_value = "256MiB", value_parser = parse_size)]
     grpc_buffer_budget: u64,
-    /// A GetStream whose client takes nothing for this long is cancelled
-    /// with DEADLINE_EXCEEDED, and its connection closed after as long
-    /// again (1s to 1h).
+    /// A PutStream whose client sends nothing, or a GetStream whose client
+    /// takes nothing, for this long is cancelled with DEADLINE_EXCEEDED (a
+    /// stalled GetStream's connection is closed after as long again; 1s to
+    /// 1h).
     #[arg(long, env = "PLD_GRPC_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     grpc_stall_timeout: Duration,
     /// Allow --metrics on an address other than loopback (the endpoint has

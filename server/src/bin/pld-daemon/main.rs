@@ -4,6 +4,7 @@
 //! pld-daemon certs --ranks 2 --out certs   # a cluster CA and one certificate per rank
 //! pld-daemon --rank 0 --peers 127.0.0.1:7000,127.0.0.1:7001 --tls-dir certs
 //! pld-daemon demo            # a 2-rank cluster on loopback, a put, a get, an atomic add
+//! pld-daemon ports 4         # four loopback ports free for TCP and UDP
 //! ```
 
 mod args;
@@ -60,6 +61,15 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1")]
         grpc_names: Vec<String>,
     },
+    /// Print COUNT loopback ports, one a line, free right now for both TCP
+    /// and UDP (QUIC), from 20000..32000 — below the kernel's ephemeral
+    /// range, so no outgoing connection takes one before a rank binds it.
+    /// For scripts and tests that start a cluster on one machine.
+    Ports {
+        /// How many ports (distinct).
+        #[arg(default_value_t = 1)]
+        count: usize,
+    },
 }
 
 fn init_logging(default: tracing::Level) {
@@ -87,9 +97,14 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The demo is a tour: only warnings interrupt it unless RUST_LOG says otherwise.
     init_logging(match cli.command {
-        Some(Command::Demo(_) | Command::Certs { .. }) => tracing::Level::WARN,
+        Some(Command::Demo(_) | Command::Certs { .. } | Command::Ports { .. }) => {
+            tracing::Level::WARN
+        }
         None => tracing::Level::INFO,
     });
+    if let Some(Command::Ports { count }) = &cli.command {
+        return ports(*count);
+    }
     if let Some(Command::Certs {
         ranks,
         out,
@@ -123,7 +138,7 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
-            Some(Command::Certs { .. }) => Ok(()),
+            Some(Command::Certs { .. } | Command::Ports { .. }) => Ok(()),
             None => serve(cli.run).await,
         }
     });
@@ -134,6 +149,35 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn ports(count: usize) -> std::process::ExitCode {
+    let mut got: Vec<u16> = Vec::with_capacity(count);
+    // Each call walks on from the last; one walk of the range at most.
+    for _ in 0..12_000 {
+        if got.len() == count {
+            break;
+        }
+        match pld_server::transport::free_loopback_port() {
+            Ok(p) if got.contains(&p) => {}
+            Ok(p) => got.push(p),
+            Err(e) => {
+                eprintln!("pld-daemon: error: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
+    if got.len() < count {
+        eprintln!(
+            "pld-daemon: error: only {} free loopback ports in 20000..32000",
+            got.len()
+        );
+        return std::process::ExitCode::FAILURE;
+    }
+    for p in got {
+        println!("{p}");
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 fn certs(
@@ -228,12 +272,19 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
         rank.epoch()
     );
     std::io::stdout().flush()?;
-    wait_for_signal().await?;
-    tracing::info!(rank = rank.rank(), "shutting down");
+    let signal = wait_for_signal().await?;
+    // Said on stderr whatever the log level: an operator stopping a rank
+    // sees it go, in order.
+    let t0 = std::time::Instant::now();
+    eprintln!("pld-daemon: rank {id} got {signal}: shutting down");
     if let Some(g) = grpc {
         g.shutdown().await;
     }
     rank.shutdown().await;
+    eprintln!(
+        "pld-daemon: rank {id} stopped after {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -268,12 +319,15 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+/// Waits for SIGINT or SIGTERM; which one came.
+async fn wait_for_signal() -> anyhow::Result<&'static str> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("waiting for ctrl-c")?,
-        _ = term.recv() => {}
-    }
-    Ok(())
+    Ok(tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            r.context("waiting for ctrl-c")?;
+            "SIGINT"
+        }
+        _ = term.recv() => "SIGTERM",
+    })
 }
