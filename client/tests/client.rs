@@ -4,6 +4,8 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+
 use bytes::Bytes;
 use pld_client::{
     Chunking, Client, ClientOptions, Cmp, Code, Dtype, Layout, NotifyOp, Rma, Shape, Transfer,
@@ -349,17 +351,8 @@ both!(
         for i in 0..3u64 {
             cl.put(1, data, i * 8, b"12345678").await.unwrap();
         }
-        let body = scrape(&metrics).await;
-        let line = |prefix: &str| {
-            body.lines()
-                .find(|l| l.starts_with(prefix))
-                .unwrap_or_else(|| panic!("no {prefix} in\n{body}"))
-                .rsplit(' ')
-                .next()
-                .unwrap()
-                .parse::<f64>()
-                .unwrap()
-        };
+        let body = common::scrape(&metrics).await;
+        let line = |prefix: &str| common::metric(&body, prefix);
         assert_eq!(line("pld_ready{rank=\"0\"}"), 1.0);
         assert!(line("pld_ops_issued_total{rank=\"0\",op=\"put\"}") >= 3.0);
         assert!(line("pld_op_latency_seconds_count{rank=\"0\",op=\"put\"}") >= 3.0);
@@ -384,20 +377,3 @@ both!(
         }
     }
 );
-
-/// GET /metrics over a plain TCP connection.
-async fn scrape(addr: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("metrics port");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").expect("an HTTP response");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
-    body.to_string()
-}

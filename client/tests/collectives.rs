@@ -37,6 +37,7 @@ fn collectives_through_three_daemons_agree_with_their_definitions() {
             ],
         );
         let cls = clients(&c).await;
+        let before = sent(&cls[0]).await;
         let mut set = JoinSet::new();
         for cl in &cls {
             let cl = cl.clone();
@@ -90,19 +91,33 @@ fn collectives_through_three_daemons_agree_with_their_definitions() {
                 .collect();
             assert_eq!(a2a, want);
         }
-        // The counters saw them.
-        let stats = cls[0].stats().await.unwrap();
-        assert!(
-            stats
-                .counters
-                .iter()
-                .any(|c| c.name == "ops_issued" && c.kind == "barrier" && c.value > 0)
-                || stats
-                    .counters
-                    .iter()
-                    .any(|c| c.name == "msgs_sent" && c.kind == "barrier" && c.value > 0)
+        // Rank 0 sent the documented messages (docs/client.md): each call
+        // agrees first (a put of its call to each other rank, a barrier),
+        // then runs its algorithm. Barriers: 2 ring allreduces x (1 + 2(P -
+        // 1) + 1) + 5 others x (1 + 2) = 27, each 2 signals at P = 3. Puts
+        // to other ranks: 7 x 2 to agree, ring 2 x 2(P - 1), mesh,
+        // allgather, reduce_scatter and all_to_all 2 each, broadcast none
+        // (rank 2 is the root).
+        let after = sent(&cls[0]).await;
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (54, 30),
+            "(barrier signals, puts) rank 0 sent"
         );
     });
+}
+
+/// The barrier signals and puts rank `cl`'s daemon has sent.
+async fn sent(cl: &Client) -> (u64, u64) {
+    let stats = cl.stats().await.unwrap();
+    let count = |kind: &str| {
+        stats
+            .counters
+            .iter()
+            .find(|c| c.name == "msgs_sent" && c.kind == kind)
+            .map_or(0, |c| c.value)
+    };
+    (count("barrier"), count("put"))
 }
 
 fn code(e: Error) -> (Code, String) {

@@ -1,8 +1,8 @@
 //! The client plane against clients that misbehave, over real sockets:
 //! idle and garbage connections are closed at the handshake deadline, the
 //! connection cap refuses and says so, running out of file descriptors
-//! backs off instead of spinning, stalled streams stay within the buffer
-//! budget and are cancelled with a status that says so, TLS is never
+//! backs off instead of spinning, a stalled GetStream is cancelled with a
+//! status that says so (the budget: `streams.rs`), TLS is never
 //! silently dropped, and no client's timeout can panic a handler.
 
 // Test code: a failed unwrap is a failed test, with its message.
@@ -11,7 +11,7 @@ use pld_client::{Client, ClientOptions};
 use pld_proto::v1::pld_client::PldClient;
 use pld_proto::v1::{BarrierRequest, Cmp as PbCmp, GetStreamRequest, WaitRequest};
 use pld_server::TransportKind;
-use pld_tests::{Daemon, GrpcCluster, loopback_peers, pattern, run};
+use pld_tests::{Daemon, GrpcCluster, loopback_peers, run};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -62,6 +62,8 @@ fn idle_and_garbage_connections_are_closed_at_the_handshake_deadline() {
             let took = closed_within(s, Duration::from_secs(10))
                 .await
                 .expect("the daemon closes a connection that sends no HTTP/2 preface");
+            // The deadline is 1 s; 8 s leaves a loaded machine room and is
+            // still far below a connection that nothing closes (10 s here).
             assert!(took < Duration::from_secs(8), "closed only after {took:?}");
         }
         assert_eq!(&cl.get(0, data, 0, 6).await.unwrap()[..], b"served");
@@ -82,31 +84,33 @@ fn the_connection_cap_closes_extra_connections_at_once_and_says_so() {
             ],
         );
         let addr = c.grpc[0].clone();
-        // Four clients that sent the preface hold the four slots.
+        // Four clients that made a call hold the four slots: proven
+        // connections are never taken for a newcomer
+        // (`adversarial.rs` has the unproven ones).
         let mut held = Vec::new();
         for _ in 0..4 {
-            let mut s = connect(&addr).await;
-            s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-                .await
-                .unwrap();
-            held.push(s);
+            held.push(Client::connect(&addr).await.unwrap());
         }
-        // Let the daemon admit them: a real client cannot get in.
         let opts = ClientOptions {
             wait_ready: Duration::ZERO,
             ..ClientOptions::default()
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Client::connect_with(&addr, opts.clone()).await.is_ok() {
-            assert!(Instant::now() < deadline, "the cap of 4 never filled");
-        }
+        let t0 = Instant::now();
+        let refused = Client::connect_with(&addr, opts.clone()).await;
+        assert!(refused.is_err(), "a fifth client got in");
         for _ in 0..10 {
             let mut s = connect(&addr).await;
             let took = closed_within(&mut s, Duration::from_secs(5))
                 .await
                 .expect("a connection over the cap is closed at once");
-            assert!(took < Duration::from_secs(2), "{took:?}");
+            // At once: far below the 30 s handshake deadline that would
+            // close it otherwise (the margin is for a loaded machine).
+            assert!(took < Duration::from_secs(10), "{took:?}");
         }
+        let burst = t0.elapsed();
+        // The four still work.
+        let data = held[0].window("data").unwrap();
+        held[3].put(0, data, 0, b"held").await.unwrap();
         // Slots free as the daemon sees their connections close.
         drop(held);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -122,10 +126,12 @@ fn the_connection_cap_closes_extra_connections_at_once_and_says_so() {
             .lines()
             .filter(|l| l.contains("refused a gRPC client connection"))
             .count();
-        assert!(lines >= 1, "the refusals are logged:\n{log}");
+        // At least eleven refusals (a client may retry), logged at most
+        // once a second: as many lines as seconds the burst began in.
+        let most = burst.as_secs() as usize + 1;
         assert!(
-            lines <= 4,
-            "eleven refusals in a few seconds are rate-limited: {lines} lines\n{log}"
+            (1..=most).contains(&lines),
+            "refusals over {burst:?}: {lines} lines\n{log}"
         );
     });
 }
@@ -191,72 +197,6 @@ fn running_out_of_file_descriptors_backs_off_instead_of_spinning() {
             log.contains("cannot accept gRPC clients") && log.contains("Too many open files"),
             "the shortage is logged:\n{log}"
         );
-    });
-}
-
-#[test]
-fn stalled_get_streams_stay_within_the_buffer_budget_and_others_are_served() {
-    run(Duration::from_secs(180), async {
-        let mut c = GrpcCluster::start(
-            TransportKind::Tcp,
-            1,
-            &[
-                "--window",
-                "data=32MiB",
-                "--window",
-                "signal=64KiB",
-                "--window",
-                "collective=1MiB",
-                "--grpc-buffer-budget",
-                "256MiB",
-            ],
-        );
-        let addr = c.grpc[0].clone();
-        let cl = Client::connect(&addr).await.unwrap();
-        let data = cl.window("data").unwrap();
-        let bytes = pattern(32 << 20, 13);
-        cl.put(0, data, 0, &bytes).await.unwrap();
-        // 200 GetStreams of the whole window over 20 connections, and
-        // nobody reads them.
-        let mut stalled = Vec::new();
-        for _ in 0..20 {
-            let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-                .unwrap()
-                .connect()
-                .await
-                .unwrap();
-            for _ in 0..10 {
-                let mut g = PldClient::new(channel.clone());
-                let s = g
-                    .get_stream(GetStreamRequest {
-                        rank: 0,
-                        window: "data".into(),
-                        offset: 0,
-                        len: 32 << 20,
-                        region: None,
-                        chunking: None,
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner();
-                stalled.push(s);
-            }
-        }
-        // A well-behaved client meanwhile: the whole window, streamed.
-        let back = cl.get(0, data, 0, 32 << 20).await.unwrap();
-        assert!(back[..] == bytes[..], "the well-behaved client's bytes");
-        // The budget (256 MiB) bounds what the daemon holds for the others.
-        let d = c.daemon(0);
-        let rss = d.memory().unwrap();
-        let windows = (32 << 20) + (64 << 10) + (1 << 20);
-        let bound = windows + (256 << 20) + (64 << 20);
-        assert!(
-            rss < bound,
-            "RSS {} MiB with 200 stalled streams, over windows + budget + 64 MiB = {} MiB",
-            rss >> 20,
-            bound >> 20
-        );
-        drop(stalled);
     });
 }
 

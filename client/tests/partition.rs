@@ -1,14 +1,16 @@
 //! Network partitions with real daemons in network namespaces: one rank
 //! is cut off (its bridge port down) during a barrier and during a 256 MiB
 //! put. The others report it by name within their deadlines and keep
-//! serving. Needs root (CI runs as root); elsewhere it says why it skips,
-//! and under CI=true it fails instead.
+//! serving. Needs root (CI runs as root): elsewhere each test is reported
+//! `skipped`, with the reason, and under CI=true it fails instead
+//! (`pld_tests::harness`, this file's `main`).
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_server::TransportKind;
+use pld_tests::harness;
 use pld_tests::netns::Lab;
-use pld_tests::{Daemon, both, daemon_bin, pattern};
+use pld_tests::{Daemon, daemon_bin, pattern};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
@@ -16,21 +18,6 @@ use std::time::{Duration, Instant};
 
 const PORT: u16 = 7000;
 const GRPC: &str = "127.0.0.1:50051";
-
-/// A lab, or `None` (with the reason printed) where namespaces cannot be
-/// made and this is not CI.
-fn lab(n: u32) -> Option<Lab> {
-    match Lab::unavailable() {
-        None => Some(Lab::new(n)),
-        Some(why) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("partition tests must run in CI: {why}")
-        }
-        Some(why) => {
-            eprintln!("skipping: {why}");
-            None
-        }
-    }
-}
 
 fn pld_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pld"))
@@ -93,157 +80,164 @@ fn finish(child: Child, within: Duration) -> Output {
         .expect("pld output")
 }
 
-both!(
-    a_rank_cut_off_during_a_barrier_is_named_by_the_others_in_time,
-    120,
-    |t: TransportKind| async move {
-        let Some(lab) = lab(3) else { return };
-        let ds = daemons(&lab, 3, t, &["--op-timeout", "3s", "--sync-timeout", "6s"]);
-        // The cluster works across the lab network.
-        let all: Vec<Child> = (0..3).map(|r| pld(&lab, r, &["barrier"])).collect();
-        for c in all {
-            let o = finish(c, Duration::from_secs(20));
-            assert!(o.status.success(), "{}", text(&o.stderr));
-        }
-        // Ranks 0 and 1 enter a barrier; rank 2 is cut off and enters too.
-        let t0 = Instant::now();
-        let a = pld(&lab, 0, &["barrier"]);
-        let b = pld(&lab, 1, &["barrier"]);
-        lab.cut(2);
-        let c = pld(&lab, 2, &["barrier"]);
-        let (a, b, c) = (
-            finish(a, Duration::from_secs(30)),
-            finish(b, Duration::from_secs(30)),
-            finish(c, Duration::from_secs(30)),
-        );
-        // Every barrier fails by its deadline (6 s, plus a probe of the
-        // missing ranks), naming who is missing.
-        assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
-        for (who, o) in [(0, &a), (1, &b)] {
-            let e = text(&o.stderr);
-            assert!(!o.status.success(), "rank {who} cannot pass without rank 2");
-            assert!(e.contains("barrier epoch 2"), "rank {who}: {e}");
-            assert!(e.contains("rank 2"), "rank {who} names rank 2: {e}");
-        }
-        let e = text(&c.stderr);
-        assert!(!c.status.success());
-        assert!(e.contains("rank 0") || e.contains("rank 1"), "rank 2: {e}");
-        // The others keep serving each other.
-        let o = finish(pld(&lab, 0, &["info"]), Duration::from_secs(20));
+async fn a_rank_cut_off_during_a_barrier_is_named_by_the_others_in_time(t: TransportKind) {
+    let lab = Lab::new(3);
+    let ds = daemons(&lab, 3, t, &["--op-timeout", "3s", "--sync-timeout", "6s"]);
+    // The cluster works across the lab network.
+    let all: Vec<Child> = (0..3).map(|r| pld(&lab, r, &["barrier"])).collect();
+    for c in all {
+        let o = finish(c, Duration::from_secs(20));
         assert!(o.status.success(), "{}", text(&o.stderr));
-
-        // The partition heals: lost links are dialed again (every second),
-        // and the pending barrier completes; then barriers run as before.
-        lab.heal(2);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut clean = 0;
-        while clean < 2 {
-            let all: Vec<Child> = (0..3)
-                .map(|r| pld(&lab, r, &["barrier", "--timeout", "5s"]))
-                .collect();
-            let outs: Vec<Output> = all
-                .into_iter()
-                .map(|c| finish(c, Duration::from_secs(30)))
-                .collect();
-            if outs.iter().all(|o| o.status.success()) {
-                clean += 1;
-            } else {
-                clean = 0;
-                let why: Vec<String> = outs.iter().map(|o| text(&o.stderr)).collect();
-                assert!(
-                    Instant::now() < deadline,
-                    "the healed cluster does not pass barriers: {why:?}"
-                );
-            }
-        }
-        drop(ds);
     }
-);
-
-both!(
-    a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on,
-    180,
-    |t: TransportKind| async move {
-        let Some(lab) = lab(3) else { return };
-        let _ds = daemons(
-            &lab,
-            3,
-            t,
-            &[
-                "--window",
-                "data=256MiB",
-                "--window",
-                "signal=64KiB",
-                "--window",
-                "collective=64KiB",
-                "--op-timeout",
-                "4s",
-            ],
-        );
-        let file =
-            std::env::temp_dir().join(format!("pld-partition-{}-{t}.bin", std::process::id()));
-        std::fs::write(&file, pattern(256 << 20, 11)).unwrap();
-        // ~10 s for 256 MiB into rank 1: long enough to cut in the middle.
-        lab.limit_to(1, "200mbit");
-        let mut put = pld(
-            &lab,
-            0,
-            &[
-                "--progress",
-                "always",
-                "put",
-                "--rank",
-                "1",
-                file.to_str().unwrap(),
-            ],
-        );
-        // Cut rank 1 off once the put is moving (its progress bar passed 5 %).
-        let mut err = put.stderr.take().expect("stderr");
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = err.read(&mut buf).expect("read the progress bar");
-            assert!(n > 0, "the put ended before it was cut: {}", text(&seen));
-            seen.extend_from_slice(&buf[..n]);
-            let moving = text(&seen)
-                .rsplit('\r')
-                .filter_map(|l| l.split('%').next()?.rsplit(' ').next()?.parse::<u32>().ok())
-                .any(|p| (5..100).contains(&p));
-            if moving {
-                break;
-            }
-        }
-        let t0 = Instant::now();
-        lab.cut(1);
-        let tail = std::thread::spawn(move || {
-            let mut rest = Vec::new();
-            let _ = err.read_to_end(&mut rest);
-            rest
-        });
-        let out = finish(put, Duration::from_secs(60));
-        seen.extend(tail.join().expect("stderr"));
-        let e = text(&seen);
-        assert!(!out.status.success(), "the put cannot complete: {e}");
-        // The op timeout is 4 s; the put is told within a few of them.
-        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
-        assert!(e.contains("rank 1"), "the error names rank 1: {e}");
-        assert!(!e.contains("100%"), "{e}");
-        // Rank 0 keeps serving: a put to rank 2 and back.
-        let small =
-            std::env::temp_dir().join(format!("pld-partition-{}-{t}.small", std::process::id()));
-        std::fs::write(&small, b"after the cut").unwrap();
-        let o = finish(
-            pld(&lab, 0, &["put", "--rank", "2", small.to_str().unwrap()]),
-            Duration::from_secs(20),
-        );
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        let o = finish(
-            pld(&lab, 0, &["get", "--rank", "2", "--len", "13"]),
-            Duration::from_secs(20),
-        );
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        assert_eq!(o.stdout, b"after the cut");
-        let _ = std::fs::remove_file(&file);
-        let _ = std::fs::remove_file(&small);
+    // Ranks 0 and 1 enter a barrier; rank 2 is cut off and enters too.
+    let t0 = Instant::now();
+    let a = pld(&lab, 0, &["barrier"]);
+    let b = pld(&lab, 1, &["barrier"]);
+    lab.cut(2);
+    let c = pld(&lab, 2, &["barrier"]);
+    let (a, b, c) = (
+        finish(a, Duration::from_secs(30)),
+        finish(b, Duration::from_secs(30)),
+        finish(c, Duration::from_secs(30)),
+    );
+    // Every barrier fails by its deadline (6 s, plus a probe of the
+    // missing ranks), naming who is missing.
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    for (who, o) in [(0, &a), (1, &b)] {
+        let e = text(&o.stderr);
+        assert!(!o.status.success(), "rank {who} cannot pass without rank 2");
+        assert!(e.contains("barrier epoch 2"), "rank {who}: {e}");
+        assert!(e.contains("rank 2"), "rank {who} names rank 2: {e}");
     }
-);
+    let e = text(&c.stderr);
+    assert!(!c.status.success());
+    assert!(e.contains("rank 0") || e.contains("rank 1"), "rank 2: {e}");
+    // The others keep serving each other.
+    let o = finish(pld(&lab, 0, &["info"]), Duration::from_secs(20));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    // The partition heals: lost links are dialed again (every second),
+    // and the pending barrier completes; then barriers run as before.
+    lab.heal(2);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut clean = 0;
+    while clean < 2 {
+        let all: Vec<Child> = (0..3)
+            .map(|r| pld(&lab, r, &["barrier", "--timeout", "5s"]))
+            .collect();
+        let outs: Vec<Output> = all
+            .into_iter()
+            .map(|c| finish(c, Duration::from_secs(30)))
+            .collect();
+        if outs.iter().all(|o| o.status.success()) {
+            clean += 1;
+        } else {
+            clean = 0;
+            let why: Vec<String> = outs.iter().map(|o| text(&o.stderr)).collect();
+            assert!(
+                Instant::now() < deadline,
+                "the healed cluster does not pass barriers: {why:?}"
+            );
+        }
+    }
+    drop(ds);
+}
+
+async fn a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on(
+    t: TransportKind,
+) {
+    let lab = Lab::new(3);
+    let _ds = daemons(
+        &lab,
+        3,
+        t,
+        &[
+            "--window",
+            "data=256MiB",
+            "--window",
+            "signal=64KiB",
+            "--window",
+            "collective=64KiB",
+            "--op-timeout",
+            "4s",
+        ],
+    );
+    let file = std::env::temp_dir().join(format!("pld-partition-{}-{t}.bin", std::process::id()));
+    std::fs::write(&file, pattern(256 << 20, 11)).unwrap();
+    // ~10 s for 256 MiB into rank 1: long enough to cut in the middle.
+    lab.limit_to(1, "200mbit");
+    let mut put = pld(
+        &lab,
+        0,
+        &[
+            "--progress",
+            "always",
+            "put",
+            "--rank",
+            "1",
+            file.to_str().unwrap(),
+        ],
+    );
+    // Cut rank 1 off once the put is moving (its progress bar passed 5 %).
+    let mut err = put.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = err.read(&mut buf).expect("read the progress bar");
+        assert!(n > 0, "the put ended before it was cut: {}", text(&seen));
+        seen.extend_from_slice(&buf[..n]);
+        let moving = text(&seen)
+            .rsplit('\r')
+            .filter_map(|l| l.split('%').next()?.rsplit(' ').next()?.parse::<u32>().ok())
+            .any(|p| (5..100).contains(&p));
+        if moving {
+            break;
+        }
+    }
+    let t0 = Instant::now();
+    lab.cut(1);
+    let tail = std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = err.read_to_end(&mut rest);
+        rest
+    });
+    let out = finish(put, Duration::from_secs(60));
+    seen.extend(tail.join().expect("stderr"));
+    let e = text(&seen);
+    assert!(!out.status.success(), "the put cannot complete: {e}");
+    // The op timeout is 4 s; the put is told within a few of them.
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    assert!(e.contains("rank 1"), "the error names rank 1: {e}");
+    assert!(!e.contains("100%"), "{e}");
+    // Rank 0 keeps serving: a put to rank 2 and back.
+    let small =
+        std::env::temp_dir().join(format!("pld-partition-{}-{t}.small", std::process::id()));
+    std::fs::write(&small, b"after the cut").unwrap();
+    let o = finish(
+        pld(&lab, 0, &["put", "--rank", "2", small.to_str().unwrap()]),
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = finish(
+        pld(&lab, 0, &["get", "--rank", "2", "--len", "13"]),
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(o.stdout, b"after the cut");
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&small);
+}
+
+fn main() {
+    let mut tests = harness::both(
+        "a_rank_cut_off_during_a_barrier_is_named_by_the_others_in_time",
+        120,
+        a_rank_cut_off_during_a_barrier_is_named_by_the_others_in_time,
+    );
+    tests.extend(harness::both(
+        "a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on",
+        180,
+        a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on,
+    ));
+    harness::main(Lab::unavailable, tests)
+}

@@ -3,6 +3,8 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+
 use pld_client::{Client, ClientOptions};
 use pld_tests::{GrpcCluster, run, tls_dir};
 use std::process::Command;
@@ -11,11 +13,24 @@ use std::time::Duration;
 #[test]
 fn grpc_over_tls_is_verified_against_the_cluster_ca_and_the_name() {
     run(Duration::from_secs(90), async {
-        let c = GrpcCluster::start(
+        let metrics = pld_tests::loopback_peers(1).remove(0);
+        let mut c = GrpcCluster::plan(
             pld_server::TransportKind::Quic,
             2,
             &[&["--grpc-tls"], &pld_tests::SMALL_WINDOWS[..]].concat(),
         );
+        c.spawn_with(0, &["--metrics", metrics.as_str()]);
+        c.spawn(1);
+        for r in 0..2 {
+            c.daemon(r).wait_ready(Duration::from_secs(30));
+        }
+        let handshakes_failed = || {
+            let metrics = metrics.clone();
+            async move {
+                let body = common::scrape(&metrics).await;
+                common::metric(&body, "pld_grpc_handshakes_failed_total{rank=\"0\"}")
+            }
+        };
         let ca = std::fs::read(tls_dir().join("ca.pem")).unwrap();
         let with = |tls_ca: Option<Vec<u8>>, domain: Option<&str>| ClientOptions {
             tls_ca,
@@ -39,11 +54,14 @@ fn grpc_over_tls_is_verified_against_the_cluster_ca_and_the_name() {
         assert_eq!(by_name.rank(), 1);
 
         // Plaintext to a TLS port, another CA, another name: refused.
+        let failed0 = handshakes_failed().await;
         let plain = Client::connect_with(&c.grpc[0], with(None, None)).await;
         let e = plain.map(|_| ()).expect_err("plaintext must not work");
-        // The daemon closes it at the TLS handshake: the client sees the
-        // connection fail, as a transport, HTTP/2 or cancelled-call error
-        // depending on when the close lands; never as a daemon's answer.
+        // The daemon closes it at the TLS handshake (it counts it so), and
+        // the client sees its connection fail — as a transport, HTTP/2 or
+        // cancelled-call error depending on when the close lands, which
+        // tonic decides — never as a daemon's answer: no ErrorInfo.
+        assert!(e.detail().is_none(), "a daemon's answer: {e}");
         assert!(
             matches!(
                 e.code(),
@@ -53,6 +71,10 @@ fn grpc_over_tls_is_verified_against_the_cluster_ca_and_the_name() {
                     | pld_client::Code::Internal
             ),
             "{e}"
+        );
+        assert!(
+            handshakes_failed().await > failed0,
+            "the daemon refused it at the handshake"
         );
         assert!(e.to_string().contains(&c.grpc[0]), "{e}");
         let foreign = pld_server::tls::TempTlsDir::new(1).unwrap();

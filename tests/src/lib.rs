@@ -4,6 +4,7 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+pub mod harness;
 pub mod netns;
 pub mod raw;
 
@@ -180,11 +181,15 @@ impl Daemon {
 
     /// Runs `cmd` (a rank's process, however it is started) as rank `rank`.
     pub fn start(rank: u32, mut cmd: Command) -> Daemon {
-        cmd.env("PLD_TEST_TLS_DIR", tls_dir())
-            .env(
+        // The command's own RUST_LOG, else the test's, else warnings.
+        let own = cmd.get_envs().any(|(k, v)| k == "RUST_LOG" && v.is_some());
+        if !own {
+            cmd.env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+            );
+        }
+        cmd.env("PLD_TEST_TLS_DIR", tls_dir())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -336,6 +341,29 @@ impl Daemon {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         Some(Duration::from_millis(ticks * 1000 / hz))
+    }
+
+    /// Sends the process signal `sig` (`libc::SIGSTOP`, `SIGTERM`, ...).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let r = unsafe { libc::kill(self.child.id() as i32, sig) };
+        assert_eq!(r, 0, "signal {sig} to rank {}", self.rank);
+    }
+
+    /// Stops the process (SIGSTOP): it holds its sockets and answers
+    /// nothing until [`Daemon::resume`].
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Resumes a paused process (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Asks the process to stop (SIGTERM): a graceful shutdown.
+    pub fn terminate(&self) {
+        self.signal(libc::SIGTERM);
     }
 
     /// The process id.

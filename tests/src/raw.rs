@@ -295,13 +295,14 @@ impl FakeEnd {
     }
 
     /// Whether the real rank has sent anything on this connection that
-    /// the test has not read (without waiting).
+    /// the test has not read (without waiting; what arrived is kept for
+    /// [`FakeEnd::next`]).
     pub fn has_unread(&mut self) -> bool {
         if !self.buf.is_empty() {
             return true;
         }
-        let mut byte = [0u8; 1];
-        matches!(self.stream.try_read(&mut byte), Ok(n) if n > 0)
+        self.buf.reserve(4096);
+        matches!(self.stream.try_read_buf(&mut self.buf), Ok(n) if n > 0)
     }
 
     /// The next frame rank 0 sent.

@@ -150,7 +150,16 @@ fn a_cumulative_ack_covering_an_op_it_does_not_answer_fails_that_op_alone() {
                 ids[1]
             )
         );
-        assert!(add.wait().await.is_err());
+        // The fetch_add too: an ack carries no previous value.
+        let e = add.wait().await.unwrap_err();
+        assert!(matches!(e, Error::Protocol { rank: 1, .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "rank 1 broke the protocol: answered fetch_add #{} with ack",
+                ids[2]
+            )
+        );
         f.rank.quiet_within(Duration::from_secs(5)).await.unwrap();
     });
 }
@@ -180,9 +189,18 @@ fn a_batch_cut_by_a_lost_link_fails_the_ops_not_yet_acknowledged() {
     });
 }
 
+// One thread runs the rank and the test: the flusher runs only when the
+// test's task yields, and within the few yields below no timer can fire
+// (a current-thread runtime polls its timers only when it is idle or every
+// 61 polls) — so a flush that waited for company, however briefly, fails
+// this test, where a bound in milliseconds would flake on a loaded machine.
 #[test]
 fn a_lone_op_is_sent_without_waiting_for_company() {
-    run(Duration::from_secs(60), async {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let test = async {
         let mut f = Faked::start(Duration::from_secs(30)).await;
         let data = f.rank.window("data").unwrap();
         // Nobody waits for the op or calls quiet: its frame still leaves.
@@ -190,11 +208,22 @@ fn a_lone_op_is_sent_without_waiting_for_company() {
             .rank
             .notify_nb(1, data, 0, 1, pld_proto::NotifyOp::Set)
             .await;
+        let mut yields = 0;
+        while !f.end.has_unread() {
+            yields += 1;
+            assert!(
+                yields <= 8,
+                "the lone op's frame was not written within 8 yields"
+            );
+            tokio::task::yield_now().await;
+        }
         let frame = f.end.next().await;
         assert!(matches!(frame.header.body, Some(Body::Notify(_))));
         f.end.reply(ack(frame.header.id, 0)).await;
         h.unwrap().wait().await.unwrap();
-    });
+    };
+    let done = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), test).await });
+    done.expect("the test finished within 60 s");
 }
 
 #[test]

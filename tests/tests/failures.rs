@@ -202,3 +202,32 @@ both!(
         }
     }
 );
+
+// docs/semantics.md, "Failures": a write that makes no progress for the op
+// timeout fails the link. Here without root: a peer that stops reading (a
+// cut network does the same to the socket), so the kernel's buffers fill.
+#[test]
+fn a_write_that_makes_no_progress_for_the_op_timeout_fails_the_link() {
+    run(Duration::from_secs(60), async {
+        let op_timeout = Duration::from_secs(2);
+        let f = Faked::start(op_timeout).await;
+        let data = f.rank.window("data").unwrap();
+        // 16 MiB: far more than loopback's socket buffers hold.
+        let big = vec![5u8; 16 << 20];
+        let t0 = std::time::Instant::now();
+        let e = f.rank.put(1, data, 0, &big).await.unwrap_err();
+        match &e {
+            Error::PeerLost { rank: 1, reason } => {
+                assert!(reason.contains("no progress writing for 2s"), "{reason}")
+            }
+            other => panic!("expected the stalled link to be lost, got {other}"),
+        }
+        // Checked every tenth of the op timeout: a few of them at most,
+        // with room for a loaded machine.
+        assert!(t0.elapsed() < 5 * op_timeout, "{:?}", t0.elapsed());
+        // The link is lost for every later op too, until it is dialed again.
+        let e = f.rank.put(1, data, 0, b"x").await.unwrap_err();
+        assert!(matches!(e, Error::PeerLost { rank: 1, .. }), "{e}");
+        drop(f.end);
+    });
+}

@@ -191,3 +191,26 @@ fn a_silent_tcp_connection_to_the_peer_port_is_closed_at_the_hello_deadline() {
         assert!(t0.elapsed() < Duration::from_secs(15));
     });
 }
+
+// A peer of another protocol version is refused by name, with both
+// versions, and the daemon serves on.
+both!(
+    a_peer_of_another_protocol_version_is_refused_by_name,
+    60,
+    |t: TransportKind| async move {
+        let c = Cluster::start(t, 2, &[1]).await;
+        let mut h = pld_tests::raw::hello_of(&c, 0);
+        h.protocol_version += 1;
+        let why = refused(t, &c.peers[1], 1, 0, h).await;
+        let v = pld_proto::PROTOCOL_VERSION;
+        assert!(
+            why.contains(&format!(
+                "protocol version mismatch: rank 1 speaks version {v}, rank 0 version {}",
+                v + 1
+            )),
+            "{why}"
+        );
+        let (r0, data) = (c.rank(0), c.window("data"));
+        r0.put(1, data, 0, b"served").await.unwrap();
+    }
+);

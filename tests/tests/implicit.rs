@@ -118,3 +118,57 @@ fn put_nbi_requests_cut_by_a_lost_link_fail_the_next_quiet_with_their_count() {
         rank.quiet_within(Duration::from_secs(5)).await.unwrap();
     });
 }
+
+/// Barrier signal `round` of barrier `epoch`, as the fake rank 1 sends it.
+fn signal(epoch: u64, round: u32) -> pld_proto::v1::Header {
+    use pld_proto::v1::{BarrierSignal, Header, header::Body};
+    Header {
+        id: 0,
+        body: Some(Body::Barrier(BarrierSignal { epoch, round })),
+        checked: None,
+    }
+}
+
+// One thread runs the rank and the fake: the barrier's task gets to run at
+// each of the test's yields, so a barrier that did not wait for the puts
+// would have its signal on the wire before the fake answers them.
+#[test]
+fn a_barrier_waits_for_put_nbi_puts_and_leaves_their_failures_to_the_next_quiet() {
+    use pld_proto::v1::header::Body;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let test = async {
+        let f = Faked::start(Duration::from_secs(30)).await;
+        let data = f.rank.window("data").unwrap();
+        for i in 0..4u64 {
+            f.rank.put_nbi(1, data, 8 * i, &[1; 8]).await.unwrap();
+        }
+        let Faked { rank, mut end } = f;
+        let (barrier, ()) = tokio::join!(rank.barrier_within(Duration::from_secs(20)), async {
+            let ids = end.ids(4).await;
+            for _ in 0..16 {
+                tokio::task::yield_now().await;
+            }
+            assert!(
+                !end.has_unread(),
+                "the barrier signalled before its puts were answered"
+            );
+            end.refuse_one(&ids, 1, "the second put is out").await;
+            // Now the signal: rank 0 signals rank 1 in round 0.
+            let f = end.next().await;
+            assert!(matches!(f.header.body, Some(Body::Barrier(_))), "{f:?}");
+            end.reply(signal(1, 0)).await;
+        });
+        barrier.expect("the barrier passes: a put_nbi's failure is the next quiet's");
+        let (failed, first) = failures(rank.quiet_within(Duration::from_secs(5)).await);
+        assert_eq!(failed, 1);
+        assert!(
+            first.to_string().contains("the second put is out"),
+            "{first}"
+        );
+    };
+    let done = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), test).await });
+    done.expect("the test finished within 60 s");
+}

@@ -248,6 +248,73 @@ both!(
     }
 );
 
+/// Rank 0's frames to a fake rank 1, read as rank 1 would apply them:
+/// (op id, byte offset in the window, payload) of each put, in arrival
+/// order, until `n` frames came.
+async fn arrivals(end: &mut pld_tests::raw::FakeEnd, n: usize) -> Vec<(u64, u64, Vec<u8>)> {
+    use pld_proto::v1::header::Body;
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let f = end.next().await;
+        let offset = match &f.header.body {
+            Some(Body::Put(p)) => p.offset,
+            Some(Body::AtomicAdd(a)) => a.offset,
+            other => panic!("expected a store, got {other:?}"),
+        };
+        got.push((f.header.id, offset, f.payload.to_vec()));
+    }
+    got
+}
+
+// The test below this one passes with a no-op `fence`: ops to one target
+// are issued in order and every link is ordered. This one would fail on a
+// transport that reorders: the fake target holds back every reply, and
+// what it receives — a put of several frames, then, after the fence, a put
+// and an add of the same bytes — must arrive in issue order, every frame
+// of the first put before the second.
+#[test]
+fn a_fence_keeps_a_multi_frame_put_before_the_store_after_it_on_the_wire() {
+    pld_tests::run(std::time::Duration::from_secs(60), async {
+        let mut f = pld_tests::raw::Faked::start(std::time::Duration::from_secs(30)).await;
+        let data = f.rank.window("data").unwrap();
+        let big = pattern(3 << 20, 1);
+        let a = f.rank.put_nb(1, data, 0, &big).await.unwrap();
+        f.rank.fence(1).unwrap();
+        let b = f.rank.put_nb(1, data, 0, b"after").await.unwrap();
+        f.rank.fence(1).unwrap();
+        f.rank
+            .atomic_add_nbi(1, data, 0, Dtype::Int8, &[1])
+            .await
+            .unwrap();
+        // One frame per MiB of the big put (the frame limit), then two.
+        let got = arrivals(&mut f.end, 5).await;
+        let offsets: Vec<u64> = got.iter().map(|(_, o, _)| *o).collect();
+        assert_eq!(offsets, [0, 1 << 20, 2 << 20, 0, 0], "{offsets:?}");
+        let mut window = vec![0u8; 3 << 20];
+        for (_, at, payload) in &got[..3] {
+            window[*at as usize..*at as usize + payload.len()].copy_from_slice(payload);
+        }
+        assert!(
+            window == big,
+            "the first put's frames carry its bytes in order"
+        );
+        assert_eq!(got[3].2, b"after");
+        assert_eq!(got[4].2, [1]);
+        let ids: Vec<u64> = got.iter().map(|(id, _, _)| *id).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "ids in issue order: {ids:?}"
+        );
+        // Nothing was acknowledged yet: none of them waited for another.
+        f.end
+            .reply(pld_proto::frame::ack_header(ids[4], ids[0]))
+            .await;
+        a.wait().await.unwrap();
+        b.wait().await.unwrap();
+        f.rank.quiet().await.unwrap();
+    });
+}
+
 both!(
     ops_to_one_target_apply_in_issue_order_across_fence,
     60,

@@ -74,14 +74,22 @@ fn a_higher_rank_signals_a_lower_one_on_the_connection_the_lower_one_dialed() {
         let f = raw.read_frame().await.expect("rank 1's barrier signal");
         assert_signal(&f, 1, 0);
         raw.send(&frame::encode(&signal(1, 0), &[])).await;
-        let (_rank, r) = barrier.await.unwrap();
+        let (rank, r) = barrier.await.unwrap();
         r.unwrap();
-        // Rank 1's own link to rank 0 carried nothing: the signal was
-        // written (on loopback: delivered) before the barrier could end.
+        // Rank 1's own link to rank 0 carried no signal: the first frame
+        // on it is a put issued after the barrier (the link is ordered, so
+        // a signal sent there would come first).
+        let data = rank.window("data").unwrap();
+        let put = rank.put_nb(0, data, 0, b"marker").await.unwrap();
+        let f = link_end.next().await;
         assert!(
-            !link_end.has_unread(),
-            "rank 1 signalled on its own link too"
+            matches!(f.header.body, Some(Body::Put(_))),
+            "rank 1 signalled on its own link too: {f:?}"
         );
+        link_end
+            .reply(frame::ack_header(f.header.id, f.header.id))
+            .await;
+        put.wait().await.unwrap();
     });
 }
 
@@ -110,5 +118,67 @@ fn a_higher_rank_that_the_lower_one_has_not_dialed_signals_on_its_own_link() {
             link_end.reply(signal(1, 0)).await;
         });
         r.unwrap();
+    });
+}
+
+// docs/semantics.md, "Barrier": a signal that cannot be sent fails the
+// barrier at once with PeerLost, and is kept: the next barrier call sends
+// it first, on the link that replaced the lost one.
+#[test]
+fn a_barrier_signal_a_lost_link_could_not_carry_is_sent_first_on_the_next_link() {
+    run(Duration::from_secs(60), async {
+        let peers = loopback_peers(2);
+        let listener = tokio::net::TcpListener::bind(&peers[1]).await.unwrap();
+        let mut conns = fake_rank(listener, 1, 2).await;
+        let mut c = rank_config(0, &peers, TransportKind::Tcp);
+        c.security = Security::Insecure;
+        let rank = Rank::start(c).await.unwrap();
+        let data = rank.window("data").unwrap();
+        let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed the fake");
+        // The fake rank 1 goes away; rank 0 sees its link lost.
+        drop(FakeEnd::new(stream, buf));
+        match rank.put(1, data, 0, b"x").await {
+            Err(pld_server::Error::PeerLost { rank: 1, .. }) => {}
+            Err(e) => panic!("expected PeerLost, got {e}"),
+            Ok(()) => panic!("a put to a closed connection was acknowledged"),
+        }
+        let e = rank
+            .barrier_within(Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, pld_server::Error::PeerLost { rank: 1, .. }),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("could not signal it in round 1"),
+            "{e}"
+        );
+        // The link comes back (rank 0 dials again every second): the first
+        // frame on it is the kept signal, and the barrier completes.
+        let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed again");
+        let mut end = FakeEnd::new(stream, buf);
+        let fake = tokio::spawn(async move {
+            assert_signal(&end.next().await, 1, 0);
+            end.reply(signal(1, 0)).await;
+            end
+        });
+        // Until rank 0 has put the new link in place, a barrier call still
+        // finds the lost one (and keeps the signal again).
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match rank.barrier_within(Duration::from_secs(20)).await {
+                Ok(()) => break,
+                Err(pld_server::Error::PeerLost { rank: 1, .. }) => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the link never came back"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("expected the barrier to pass, got {e}"),
+            }
+        }
+        let _end = fake.await.unwrap();
     });
 }

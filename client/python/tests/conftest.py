@@ -4,7 +4,6 @@ their ready lines."""
 
 import os
 import queue
-import socket
 import shutil
 import subprocess
 import tempfile
@@ -30,15 +29,11 @@ def daemon_bin() -> str:
 
 
 def free_ports(n: int) -> list:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
+    """`n` loopback ports free for TCP and UDP, from the helper the Rust
+    tests use (`pld-daemon ports`: below the ephemeral range, so no
+    outgoing connection takes one first, and free for QUIC too)."""
+    out = subprocess.run([daemon_bin(), "ports", str(n)], check=True, capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
 
 
 class Cluster:
@@ -47,6 +42,7 @@ class Cluster:
         peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
         self.grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
         self.procs = []
+        self.cmds = []
         # The ranks authenticate each other under a throwaway cluster CA.
         self.tls_dir = tempfile.mkdtemp(prefix="pld-py-tls-")
         subprocess.run(
@@ -60,6 +56,7 @@ class Cluster:
                 "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB", "--window", "collective=4MiB",
                 "--sync-timeout", "20s", *extra,
             ]
+            self.cmds.append(cmd)
             self.procs.append(
                 subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             )
@@ -85,6 +82,13 @@ class Cluster:
                 raise RuntimeError(f"rank {rank} exited: {proc.wait()}")
             if " ready on " in line:
                 return
+
+    def restart(self, r: int):
+        """Kills rank ``r``'s daemon (SIGKILL) and starts it again, as a new run."""
+        self.procs[r].kill()
+        self.procs[r].wait()
+        self.procs[r] = subprocess.Popen(self.cmds[r], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._wait_ready(r, self.procs[r], 30.0)
 
     def stop(self):
         for p in self.procs:

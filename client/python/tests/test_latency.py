@@ -15,9 +15,11 @@ from conftest import Cluster
 from pld_client.bench import measure
 
 ROUNDS = 200
-#: Seconds that 200 calls of one kind may take in all (the stall alone
-#: would make it 200 x 44 ms = 8.8 s).
-BOUND = 3.0
+#: The median call may take this long. A timer stall makes nearly every
+#: call wait ~44 ms, so the median is at least that; load makes some calls
+#: slow but not the median (a loaded two-core machine answers most calls
+#: in a few ms), so the bound has a wide margin on both sides.
+MEDIAN_BOUND_US = 20_000
 
 
 @pytest.mark.parametrize("transport", ["quic", "tcp"])
@@ -30,8 +32,8 @@ def test_remote_calls_are_answered_without_waiting_for_a_timer(transport):
     for call in ("check", "put_own", "put_remote", "get_own", "get_remote"):
         s = samples[call]
         assert len(s) == ROUNDS
-        total = sum(s) / 1e6
-        assert total < BOUND, (
-            f"{ROUNDS} {call} calls over {transport} took {total:.2f} s "
-            f"(median {s[len(s) // 2]:.0f} us, max {s[-1]:.0f} us): a reply waited for a timer"
+        median = sorted(s)[len(s) // 2]
+        assert median < MEDIAN_BOUND_US, (
+            f"{ROUNDS} {call} calls over {transport}: median {median:.0f} us "
+            f"(max {max(s):.0f} us): a reply waited for a timer"
         )

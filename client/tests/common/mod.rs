@@ -2,6 +2,8 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Each test crate uses some of these.
+#![allow(dead_code)]
 use pld_proto::v1::pld_client::PldClient;
 use tonic::transport::Channel;
 
@@ -16,4 +18,34 @@ pub async fn raw(addr: &str) -> PldClient<Channel> {
     )
     .max_decoding_message_size(64 << 20)
     .max_encoding_message_size(64 << 20)
+}
+
+/// GET /metrics over a plain TCP connection.
+pub async fn scrape(addr: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// The value of the first line of `body` (Prometheus text) that starts
+/// with `prefix`.
+pub fn metric(body: &str, prefix: &str) -> f64 {
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in\n{body}"))
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse::<f64>()
+        .unwrap()
 }

@@ -3,7 +3,6 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,14 +44,12 @@ def daemon_bin():
     return str(p)
 
 
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+def _ports(n: int) -> list:
+    """`n` loopback ports free for TCP and UDP, from the helper the Rust
+    tests use (`pld-daemon ports`: below the ephemeral range, so no
+    outgoing connection takes one first, and free for QUIC too)."""
+    out = subprocess.run([daemon_bin(), "ports", str(n)], check=True, capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
 
 
 @pytest.fixture(scope="module")
