@@ -329,3 +329,41 @@ fn no_timeout_a_client_asks_for_panics_its_handler() {
         }
     });
 }
+
+// A client that died without closing (here: one that sent its preface and
+// settings and then answers nothing, not even pings) loses its connection
+// to HTTP/2 keep-alive: pinged after --grpc-keepalive idle, closed when it
+// does not answer within half as long. Nothing else would close it (the
+// handshake deadline is long past its preface).
+#[test]
+fn http2_keepalive_reaps_a_client_that_answers_no_ping() {
+    run(Duration::from_secs(60), async {
+        let c = GrpcCluster::start(
+            TransportKind::Tcp,
+            1,
+            &[
+                "--grpc-keepalive",
+                "500ms",
+                "--grpc-handshake-timeout",
+                "30s",
+            ],
+        );
+        let mut s = connect(&c.grpc[0]).await;
+        s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        // An empty SETTINGS frame: 9 bytes of header, length 0, type 4.
+        s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        let took = closed_within(&mut s, Duration::from_secs(30))
+            .await
+            .expect("the dead client's connection is closed");
+        // Not at once: only after a ping went unanswered (the margin
+        // above is for a loaded machine).
+        assert!(took >= Duration::from_millis(500), "closed after {took:?}");
+        // A live client is not reaped: it answers the pings.
+        let cl = Client::connect(&c.grpc[0]).await.unwrap();
+        let data = cl.window("data").unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cl.put(0, data, 0, b"alive").await.unwrap();
+    });
+}

@@ -298,3 +298,123 @@ fn stalled_get_streams_wait_for_the_budget_and_the_daemon_stays_within_it() {
         drop(streams);
     });
 }
+
+/// Rank `rank`'s daemon counters: (gets served, puts served).
+async fn served(addr: &str) -> (u64, u64) {
+    let mut raw = common::raw(addr).await;
+    let s = raw
+        .stats(pld_proto::v1::StatsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let get = |kind: &str| {
+        s.counters
+            .iter()
+            .find(|c| c.name == "requests_served" && c.kind == kind)
+            .map_or(0, |c| c.value)
+    };
+    (get("get"), get("put"))
+}
+
+// docs/client.md: a PutStream is put in blocks of 8 MiB with at most two in
+// flight; past them it stops reading its client. With the target stopped,
+// rank 0 holds the two blocks in flight and the one it gathered — and not
+// the rest of the 64 MiB.
+#[test]
+fn a_put_stream_keeps_two_blocks_in_flight_and_then_stops_reading() {
+    run(Duration::from_secs(180), async {
+        let metrics = loopback_peers(1).remove(0);
+        // An op timeout longer than the test holds rank 1 stopped.
+        let args = [
+            "--window",
+            "data=64MiB",
+            "--window",
+            "signal=64KiB",
+            "--op-timeout",
+            "120s",
+        ];
+        let mut c = GrpcCluster::plan(TransportKind::Tcp, 2, &args);
+        c.spawn_with(0, &["--metrics", metrics.as_str()]);
+        c.spawn(1);
+        for r in 0..2 {
+            c.daemon(r).wait_ready(Duration::from_secs(30));
+        }
+        let cl = Client::connect(&c.grpc[0]).await.unwrap();
+        let data = cl.window("data").unwrap();
+        let bytes = pattern((64 * MIB) as usize, 21);
+        c.daemon(1).pause();
+        let put = {
+            let (cl, bytes) = (cl.clone(), bytes.clone());
+            tokio::spawn(async move { cl.put(1, data, 0, &bytes).await })
+        };
+        let buffered = || {
+            let metrics = metrics.clone();
+            async move {
+                let body = common::scrape(&metrics).await;
+                common::metric(&body, "pld_grpc_buffered_bytes{rank=\"0\"}")
+            }
+        };
+        // Two blocks in flight and the next gathered: 24 MiB, no more.
+        eventually(Duration::from_secs(60), "three blocks held", || {
+            let b = buffered;
+            async move { b().await >= (24 * MIB) as f64 }
+        })
+        .await;
+        let held = buffered().await;
+        assert!(
+            held <= (24 * MIB) as f64,
+            "{held} bytes held with rank 1 stopped"
+        );
+        assert!(!put.is_finished());
+        c.daemon(1).resume();
+        put.await.unwrap().unwrap();
+        assert!(cl.get(1, data, 0, 64 * MIB).await.unwrap()[..] == bytes[..]);
+    });
+}
+
+// docs/client.md: a GetStream reads a few messages ahead of what its
+// client has taken, and a client that stops reading stops the daemon
+// reading. Here the client takes nothing of 64 MiB: rank 1 serves what
+// fills the read-ahead and gRPC's own windows (8 MiB a stream), not more.
+#[test]
+fn a_get_stream_whose_client_reads_nothing_stops_reading_the_window() {
+    run(Duration::from_secs(120), async {
+        let args = ["--window", "data=64MiB", "--window", "signal=64KiB"];
+        let c = GrpcCluster::start(TransportKind::Tcp, 2, &args);
+        let (gets0, _) = served(&c.grpc[1]).await;
+        let mut g = PldClient::new(channel(&c.grpc[0]).await);
+        let req = GetStreamRequest {
+            rank: 1,
+            window: "data".into(),
+            offset: 0,
+            len: 64 * MIB,
+            region: None,
+            chunking: None,
+        };
+        let mut s = g.get_stream(req).await.unwrap().into_inner();
+        // Until rank 1's count of gets served settles (a second unchanged).
+        let mut last = u64::MAX;
+        loop {
+            let (gets, _) = served(&c.grpc[1]).await;
+            if gets == last {
+                break;
+            }
+            last = gets;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        // 128 KiB a get: at most 24 MiB read of 64 (the stream's 8 MiB
+        // window, the sockets' buffers, the read-ahead).
+        let read = (last - gets0) * 128 * 1024;
+        assert!(
+            read <= 24 * MIB,
+            "{} MiB read for a client that took nothing",
+            read >> 20
+        );
+        // Taking the stream makes the daemon read on, to the end.
+        let mut got = 0u64;
+        while let Some(m) = s.message().await.unwrap() {
+            got += m.data.len() as u64;
+        }
+        assert_eq!(got, 64 * MIB);
+    });
+}

@@ -117,6 +117,12 @@ pub fn render(src: &Sources) -> String {
         );
         gauge(
             &mut out,
+            "pld_grpc_calls_running",
+            "Pld calls in progress (a wait, a barrier, a stream included).",
+            &one(plane.running),
+        );
+        gauge(
+            &mut out,
             "pld_grpc_buffered_bytes",
             "Bytes of --grpc-buffer-budget the streams hold.",
             &one(plane.buffered),

@@ -649,3 +649,36 @@ both!(
         unchanged(&mut c, &d0, &s0).await;
     }
 );
+
+// docs/security.md: before its Hello is accepted, a peer can make the rank
+// buffer at most 64 KiB of payload, whatever --max-frame says (1 MiB
+// here): a first frame claiming more is refused and its connection closed.
+both!(
+    a_frame_over_64_kib_before_a_hello_is_refused_whatever_the_frame_limit,
+    60,
+    |t: TransportKind| async move {
+        let (mut c, d0, s0) = cluster(t).await;
+        let mut bytes = pld_proto::frame::PREAMBLE.to_vec();
+        let mut head = bytes::BytesMut::new();
+        frame::encode_head(
+            &pld_proto::v1::Header {
+                id: 0,
+                body: Some(Body::Hello(hello_of(&c, 0))),
+                checked: None,
+            },
+            (64 << 10) + 1,
+            &mut head,
+        );
+        bytes.extend_from_slice(&head);
+        fatal(
+            &c,
+            t,
+            false,
+            &bytes,
+            ErrorCode::FrameTooLarge,
+            "frame payload of 65537 bytes exceeds the limit of 65536 bytes",
+        )
+        .await;
+        unchanged(&mut c, &d0, &s0).await;
+    }
+);

@@ -48,6 +48,11 @@ impl Drain {
         })
     }
 
+    /// Calls in progress.
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
     /// Why a call cannot run (or go on) now.
     pub(crate) fn refusal(&self) -> Error {
         Error::ShuttingDown { rank: self.rank }

@@ -42,6 +42,7 @@ pub struct GrpcMetrics {
     /// Streams cancelled because their client stopped sending or reading.
     pub(crate) stalled: AtomicU64,
     budget: std::sync::OnceLock<super::budget::Budget>,
+    drain: std::sync::OnceLock<std::sync::Arc<super::drain::Drain>>,
 }
 
 impl Default for GrpcMetrics {
@@ -55,6 +56,7 @@ impl Default for GrpcMetrics {
             evicted: AtomicU64::new(0),
             stalled: AtomicU64::new(0),
             budget: std::sync::OnceLock::new(),
+            drain: std::sync::OnceLock::new(),
         }
     }
 }
@@ -69,6 +71,8 @@ pub struct PlaneSnapshot {
     pub stalled: u64,
     /// Bytes of the buffer budget in use.
     pub buffered: u64,
+    /// `Pld` calls in progress.
+    pub running: u64,
 }
 
 /// One method's figures.
@@ -94,6 +98,10 @@ impl GrpcMetrics {
         let _ = self.budget.set(b);
     }
 
+    pub(crate) fn watch_drain(&self, d: std::sync::Arc<super::drain::Drain>) {
+        let _ = self.drain.set(d);
+    }
+
     /// Connections and buffers now.
     pub fn plane(&self) -> PlaneSnapshot {
         PlaneSnapshot {
@@ -103,6 +111,7 @@ impl GrpcMetrics {
             evicted: self.evicted.load(Relaxed),
             stalled: self.stalled.load(Relaxed),
             buffered: self.budget.get().map_or(0, |b| b.in_use() as u64),
+            running: self.drain.get().map_or(0, |d| d.running() as u64),
         }
     }
 

@@ -60,6 +60,12 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// The range `--grpc-stall-timeout` may take.
 pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_secs(1)..=Duration::from_secs(3600);
+/// How often an idle client connection is pinged, by default (it must
+/// answer within half as long again); and the range.
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(20);
+/// The range `--grpc-keepalive` may take.
+pub const KEEPALIVE_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(3600);
 /// What a message may hold beyond its data (field tags, names, regions).
 const MESSAGE_OVERHEAD: usize = 64 << 10;
 
@@ -85,8 +91,12 @@ pub struct GrpcOptions {
     /// Bytes the streams may buffer in all (read from windows and not yet
     /// handed to gRPC, or received and not yet put); they wait past it.
     pub buffer_budget: usize,
-    /// A GetStream whose client takes nothing for this long is cancelled.
+    /// A stream whose client sends or takes nothing for this long is
+    /// cancelled.
     pub stall_timeout: Duration,
+    /// HTTP/2 keep-alive: a ping this often to an idle client, which must
+    /// answer within as long again, or its connection is closed.
+    pub keepalive: Duration,
 }
 
 /// The client plane's TLS identity, PEM.
@@ -152,6 +162,7 @@ impl GrpcOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            keepalive: DEFAULT_KEEPALIVE,
         }
     }
 
@@ -209,6 +220,14 @@ impl GrpcOptions {
                 "grpc-stall-timeout",
                 format!("{:?}", self.stall_timeout),
                 "1s to 1h".into(),
+            );
+        }
+        if !KEEPALIVE_RANGE.contains(&self.keepalive) {
+            return bad(
+                "a gRPC keep-alive interval",
+                "grpc-keepalive",
+                format!("{:?}", self.keepalive),
+                "100ms to 1h".into(),
             );
         }
         Ok(())
@@ -334,6 +353,7 @@ impl GrpcServer {
             },
         );
         shared.metrics.watch_budget(shared.streams.budget.clone());
+        shared.metrics.watch_drain(shared.drain.clone());
         let builder = tonic::transport::Server::builder();
         let router = builder
             // HTTP/2's 64 KiB default windows cap a stream at a few
@@ -341,8 +361,8 @@ impl GrpcServer {
             .initial_stream_window_size(Some(8 << 20))
             .initial_connection_window_size(Some(16 << 20))
             // Clients that died without closing stop answering pings.
-            .http2_keepalive_interval(Some(Duration::from_secs(20)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .http2_keepalive_interval(Some(opts.keepalive))
+            .http2_keepalive_timeout(Some(opts.keepalive / 2))
             .layer(tower::util::MapResponseLayer::new(
                 error::remap_codec_errors,
             ))

@@ -76,15 +76,29 @@ def test_the_same_program_with_its_barrier_reports_nothing(tmp_path):
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
 
 
+def test_strict_mode_refuses_the_racing_remote_load_and_the_program_fails(tmp_path):
+    out = run(program(tmp_path, barrier=False), "--checked=strict", "2")
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert "race on rank" in out.stderr, out.stderr
+    assert "in load mode, stage, then barrier, then remote_load" in out.stderr, out.stderr
+    assert "OK" not in out.stdout
+
+
+def test_strict_mode_runs_the_ordered_program(tmp_path):
+    out = run(program(tmp_path, barrier=True), "--checked=strict", "--transport", "tcp", "2")
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
+
+
 def checked_cases():
+    # QUIC at P = 2, 4 and 8; TCP (docs/checked.md: either transport) at 4.
     for name, modes in PROGRAMS:
-        for p in (2, 4, 8):
+        for p, transport in ((2, "quic"), (4, "quic"), (8, "quic"), (4, "tcp")):
             for mode in modes or [None]:
-                yield name, mode, p
+                yield name, mode, p, transport
 
 
-@pytest.mark.parametrize("name,mode,p", list(checked_cases()))
-def test_every_program_runs_checked_without_a_report(name, mode, p):
+@pytest.mark.parametrize("name,mode,p,transport", list(checked_cases()))
+def test_every_program_runs_checked_without_a_report(name, mode, p, transport):
     args = ["-p", "a2a3sim", "-d", ",".join(str(i) for i in range(p)), *mode_args(mode)]
-    out = run(EXAMPLES / name, "--checked", *args, timeout=180)
+    out = run(EXAMPLES / name, "--checked", "--transport", transport, *args, timeout=180)
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr

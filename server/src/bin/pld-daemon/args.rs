@@ -142,6 +142,11 @@ pub struct RunArgs {
     /// 1h).
     #[arg(long, env = "PLD_GRPC_STALL_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     grpc_stall_timeout: Duration,
+    /// HTTP/2 keep-alive: an idle client connection is pinged this often
+    /// and closed if it does not answer within half as long (reaps clients
+    /// that died without closing; 100ms to 1h).
+    #[arg(long, env = "PLD_GRPC_KEEPALIVE", default_value = "20s", value_parser = parse_duration)]
+    grpc_keepalive: Duration,
     /// Allow --metrics on an address other than loopback (the endpoint has
     /// no authentication; its counters carry no data).
     #[arg(long, env = "PLD_METRICS_PUBLIC")]
@@ -206,6 +211,7 @@ impl RunArgs {
         o.buffer_budget = usize::try_from(self.grpc_buffer_budget)
             .context("--grpc-buffer-budget is too large")?;
         o.stall_timeout = self.grpc_stall_timeout;
+        o.keepalive = self.grpc_keepalive;
         if self.grpc_tls {
             o.tls = Some(match (&self.grpc_cert, &self.grpc_key, &self.tls_dir) {
                 (Some(cert), Some(key), _) => grpc::GrpcTls::from_files(cert, key)?,

@@ -136,6 +136,13 @@ impl Gather<'_> {
     /// Puts the first `n` bytes gathered (whole elements); with `refill`,
     /// takes the budget for the next block if bytes of it are here.
     async fn flush(&mut self, n: usize, refill: bool) -> Result<(), Error> {
+        // At most two in flight: this one waits (holding its bytes) for the
+        // oldest, and the client is not read meanwhile.
+        while self.inflight.0.len() >= PUT_BLOCKS_IN_FLIGHT {
+            if let Some(r) = self.inflight.pop().await {
+                self.applied += r?;
+            }
+        }
         let bytes = self.acc.split_to(n).freeze();
         let lease = match self.lease.take() {
             Some(l) => l,
@@ -146,11 +153,6 @@ impl Gather<'_> {
         self.flushed += n as u64;
         if refill && !self.acc.is_empty() {
             self.lease = Some(self.take(self.block as usize).await);
-        }
-        while self.inflight.0.len() > PUT_BLOCKS_IN_FLIGHT {
-            if let Some(r) = self.inflight.pop().await {
-                self.applied += r?;
-            }
         }
         Ok(())
     }
