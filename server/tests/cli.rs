@@ -26,7 +26,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 /// Every flag of a running rank and its environment variable.
-const FLAGS: [(&str, &str); 27] = [
+const FLAGS: [(&str, &str); 28] = [
     ("--rank", "PLD_RANK"),
     ("--peers", "PLD_PEERS"),
     ("--listen", "PLD_LISTEN"),
@@ -53,6 +53,7 @@ const FLAGS: [(&str, &str); 27] = [
     ("--grpc-max-connections", "PLD_GRPC_MAX_CONNECTIONS"),
     ("--grpc-buffer-budget", "PLD_GRPC_BUFFER_BUDGET"),
     ("--grpc-stall-timeout", "PLD_GRPC_STALL_TIMEOUT"),
+    ("--grpc-keepalive", "PLD_GRPC_KEEPALIVE"),
     ("--checked", "PLD_CHECKED"),
 ];
 
@@ -222,6 +223,7 @@ fn out_of_range_durations_and_sizes_are_refused_not_panicked_on() {
         ("--grpc-max-connections", "0", "--grpc-max-connections"),
         ("--grpc-buffer-budget", "1KiB", "--grpc-buffer-budget"),
         ("--grpc-stall-timeout", huge, "--grpc-stall-timeout"),
+        ("--grpc-keepalive", huge, "--grpc-keepalive"),
     ] {
         let mut args = grpc.to_vec();
         args.extend_from_slice(&[flag, value]);
@@ -376,5 +378,23 @@ fn pld_bench_all_prints_json_lines_with_every_op_and_no_setup() {
             .and_then(|v| v.parse().ok())
             .expect("a value");
         assert!(value > 0.0 && value < 100_000.0, "{put}");
+    }
+}
+
+#[test]
+fn ports_prints_distinct_loopback_ports_free_for_tcp_and_udp() {
+    let (code, out, err) = run(&["ports", "5"]);
+    assert_eq!(code, 0, "{err}");
+    let ports: Vec<u16> = out.lines().map(|l| l.parse().expect("a port")).collect();
+    assert_eq!(ports.len(), 5, "{out}");
+    let mut distinct = ports.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 5, "{out}");
+    for p in ports {
+        // Below Linux's ephemeral range, and bindable both ways now.
+        assert!((20_000..32_000).contains(&p), "{p}");
+        std::net::TcpListener::bind(("127.0.0.1", p)).expect("free for TCP");
+        std::net::UdpSocket::bind(("127.0.0.1", p)).expect("free for UDP");
     }
 }
