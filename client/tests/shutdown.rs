@@ -116,7 +116,11 @@ both!(
         c.daemon(0).terminate();
 
         // Health says NOT_SERVING before the plane closes.
-        let next = health.message().await.unwrap().expect("a health update");
+        let next = tokio::time::timeout(Duration::from_secs(20), health.message())
+            .await
+            .expect("health did not turn NOT_SERVING within 20 s of SIGTERM")
+            .unwrap()
+            .expect("a health update");
         assert_eq!(next.status, ServingStatus::NotServing as i32);
         // The calls that cannot finish end with the reason, after the grace.
         assert_shutdown(&wait.await.unwrap().unwrap_err(), "the wait");
