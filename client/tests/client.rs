@@ -339,13 +339,7 @@ both!(
     metrics_serve_counters_and_latency_histograms_in_prometheus_text,
     60,
     |t: pld_server::TransportKind| async move {
-        let metrics = pld_tests::loopback_peers(1).remove(0);
-        let mut c = GrpcCluster::plan(t, 2, &[]);
-        c.spawn_with(0, &["--metrics", metrics.as_str()]);
-        c.spawn(1);
-        for r in 0..2 {
-            c.daemon(r).wait_ready(Duration::from_secs(30));
-        }
+        let (c, metrics) = common::metered(t, 2, &[]);
         let cl = Client::connect(&c.grpc[0]).await.unwrap();
         let data = cl.window("data").unwrap();
         for i in 0..3u64 {
@@ -362,6 +356,27 @@ both!(
             3.0
         );
         assert!(body.contains("# TYPE pld_op_latency_seconds histogram"));
+        // The client plane's own families, each with rank 0's series.
+        for (family, kind) in [
+            ("pld_grpc_connections", "gauge"),
+            ("pld_grpc_connections_refused_total", "counter"),
+            ("pld_grpc_connections_evicted_total", "counter"),
+            ("pld_grpc_handshakes_failed_total", "counter"),
+            ("pld_grpc_streams_stalled_total", "counter"),
+            ("pld_grpc_calls_running", "gauge"),
+            ("pld_grpc_buffered_bytes", "gauge"),
+            ("pld_grpc_requests_total", "counter"),
+            ("pld_grpc_request_duration_seconds", "histogram"),
+        ] {
+            assert!(
+                body.contains(&format!("# TYPE {family} {kind}")),
+                "{family}:\n{body}"
+            );
+        }
+        // This client's connection is open; nothing was refused or reaped.
+        assert!(line("pld_grpc_connections{rank=\"0\"}") >= 1.0);
+        assert_eq!(line("pld_grpc_connections_refused_total{rank=\"0\"}"), 0.0);
+        assert_eq!(line("pld_grpc_streams_stalled_total{rank=\"0\"}"), 0.0);
         // QUIC reports its path to each peer; TCP has none to report.
         if t == pld_server::TransportKind::Quic {
             assert!(line("pld_quic_mtu_bytes{rank=\"0\",peer=\"1\"}") >= 1200.0);

@@ -203,7 +203,10 @@ fn running_out_of_file_descriptors_backs_off_instead_of_spinning() {
 #[test]
 fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
     run(Duration::from_secs(60), async {
-        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--grpc-stall-timeout", "2s"]);
+        // 3 s: the client below sleeps 4 s, past the stall timeout and 2 s
+        // short of twice it (when the connection goes) — room for a loaded
+        // machine on both sides.
+        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--grpc-stall-timeout", "3s"]);
         let addr = c.grpc[0].clone();
         let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
             .unwrap()
@@ -218,7 +221,7 @@ fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
             region: None,
             chunking: None,
         };
-        // One message, then nothing for 3 s (past the stall timeout, not
+        // One message, then nothing for 4 s (past the stall timeout, not
         // past twice it): the data still buffered, then the status.
         let mut s = PldClient::new(channel.clone())
             .get_stream(request())
@@ -226,7 +229,7 @@ fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
             .unwrap()
             .into_inner();
         assert!(s.message().await.unwrap().is_some());
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(Duration::from_secs(4)).await;
         let status = loop {
             match s.message().await {
                 Ok(Some(_)) => continue,
@@ -236,7 +239,7 @@ fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
         };
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
         assert!(
-            status.message().contains("read nothing for 2s")
+            status.message().contains("read nothing for 3s")
                 && status.message().contains("--grpc-stall-timeout"),
             "{status:?}"
         );
@@ -248,7 +251,7 @@ fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
             .unwrap()
             .into_inner();
         assert!(s.message().await.unwrap().is_some());
-        tokio::time::sleep(Duration::from_secs(6)).await;
+        tokio::time::sleep(Duration::from_secs(8)).await;
         let mut ended = false;
         for _ in 0..1000 {
             match s.message().await {

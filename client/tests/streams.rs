@@ -12,7 +12,7 @@ use pld_client::Client;
 use pld_proto::v1::pld_client::PldClient;
 use pld_proto::v1::{GetStreamRequest, PutStreamHeader, PutStreamRequest};
 use pld_server::TransportKind;
-use pld_tests::{GrpcCluster, loopback_peers, pattern, run};
+use pld_tests::{GrpcCluster, pattern, run};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -85,23 +85,17 @@ async fn eventually<F: std::future::Future<Output = bool>>(
 #[test]
 fn stalled_put_streams_hold_no_budget_and_the_streams_that_move_are_served() {
     run(Duration::from_secs(180), async {
-        let metrics = loopback_peers(1).remove(0);
-        let mut c = GrpcCluster::plan(
-            TransportKind::Tcp,
-            1,
-            &[
-                "--window",
-                "data=128MiB",
-                "--window",
-                "signal=64KiB",
-                "--grpc-buffer-budget",
-                "64MiB",
-                "--grpc-stall-timeout",
-                "1h",
-            ],
-        );
-        c.spawn_with(0, &["--metrics", metrics.as_str()]);
-        c.daemon(0).wait_ready(Duration::from_secs(30));
+        let args = [
+            "--window",
+            "data=128MiB",
+            "--window",
+            "signal=64KiB",
+            "--grpc-buffer-budget",
+            "64MiB",
+            "--grpc-stall-timeout",
+            "1h",
+        ];
+        let (c, metrics) = common::metered(TransportKind::Tcp, 1, &args);
         let addr = c.grpc[0].clone();
         // Twelve streams send 7 of their 8 MiB and go quiet: twelve blocks
         // would be 96 MiB of a 64 MiB budget.
@@ -250,23 +244,17 @@ async fn stalled_gets(
 #[test]
 fn stalled_get_streams_wait_for_the_budget_and_the_daemon_stays_within_it() {
     run(Duration::from_secs(180), async {
-        let metrics = loopback_peers(1).remove(0);
-        let mut c = GrpcCluster::plan(
-            TransportKind::Tcp,
-            1,
-            &[
-                "--window",
-                "data=8MiB",
-                "--window",
-                "signal=64KiB",
-                "--grpc-buffer-budget",
-                "16MiB",
-                "--grpc-stall-timeout",
-                "1h",
-            ],
-        );
-        c.spawn_with(0, &["--metrics", metrics.as_str()]);
-        c.daemon(0).wait_ready(Duration::from_secs(30));
+        let args = [
+            "--window",
+            "data=8MiB",
+            "--window",
+            "signal=64KiB",
+            "--grpc-buffer-budget",
+            "16MiB",
+            "--grpc-stall-timeout",
+            "1h",
+        ];
+        let (mut c, metrics) = common::metered(TransportKind::Tcp, 1, &args);
         let addr = c.grpc[0].clone();
         // The window written once, so that its pages count before, not
         // as the streams' growth.
@@ -323,7 +311,6 @@ async fn served(addr: &str) -> (u64, u64) {
 #[test]
 fn a_put_stream_keeps_two_blocks_in_flight_and_then_stops_reading() {
     run(Duration::from_secs(180), async {
-        let metrics = loopback_peers(1).remove(0);
         // An op timeout longer than the test holds rank 1 stopped.
         let args = [
             "--window",
@@ -333,12 +320,7 @@ fn a_put_stream_keeps_two_blocks_in_flight_and_then_stops_reading() {
             "--op-timeout",
             "120s",
         ];
-        let mut c = GrpcCluster::plan(TransportKind::Tcp, 2, &args);
-        c.spawn_with(0, &["--metrics", metrics.as_str()]);
-        c.spawn(1);
-        for r in 0..2 {
-            c.daemon(r).wait_ready(Duration::from_secs(30));
-        }
+        let (mut c, metrics) = common::metered(TransportKind::Tcp, 2, &args);
         let cl = Client::connect(&c.grpc[0]).await.unwrap();
         let data = cl.window("data").unwrap();
         let bytes = pattern((64 * MIB) as usize, 21);

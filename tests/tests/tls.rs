@@ -21,6 +21,20 @@ async fn unchanged(c: &mut Cluster, data: &Bytes, signal: &Bytes) {
     pld_tests::assert_unchanged(c, data, signal).await
 }
 
+/// Rank 0's identity as a peer that trusts the cluster's CA but shows a
+/// certificate of a CA of its own (`name`): what mutual TLS refuses.
+fn forged(name: &str) -> Arc<Identity> {
+    let ca_pem = std::fs::read(pld_tests::tls_dir().join("ca.pem")).unwrap();
+    let other = ClusterCa::generate(name).unwrap().issue(0).unwrap();
+    let id = Identity::from_pem(
+        0,
+        &ca_pem,
+        other.cert_pem.as_bytes(),
+        other.key_pem.as_bytes(),
+    );
+    Arc::new(id.unwrap())
+}
+
 /// A put of 0xff bytes over the whole data window, as a frame: what an
 /// intruder that got through would send.
 fn intrusion(p: &mut RawPeer) -> impl std::future::Future<Output = ()> + '_ {
@@ -213,17 +227,7 @@ both!(
     60,
     |t: TransportKind| async move {
         let (mut c, _, _) = cluster(t, 2).await;
-        let ca_pem = std::fs::read(pld_tests::tls_dir().join("ca.pem")).unwrap();
-        let other = ClusterCa::generate("flood").unwrap().issue(0).unwrap();
-        let forged = Arc::new(
-            Identity::from_pem(
-                0,
-                &ca_pem,
-                other.cert_pem.as_bytes(),
-                other.key_pem.as_bytes(),
-            )
-            .unwrap(),
-        );
+        let forged = forged("flood");
         let attempt = || async {
             if let Ok(mut p) =
                 RawPeer::connect_with(t, &c.peers[1], 1, Security::Tls(forged.clone())).await
@@ -273,17 +277,7 @@ both!(
     |t: TransportKind| async move {
         let c = Cluster::start(t, 2, &[]).await;
         assert_eq!(c.rank(1).stats().auth_refused, 0);
-        let ca_pem = std::fs::read(pld_tests::tls_dir().join("ca.pem")).unwrap();
-        let other = ClusterCa::generate("counted").unwrap().issue(0).unwrap();
-        let forged = Arc::new(
-            Identity::from_pem(
-                0,
-                &ca_pem,
-                other.cert_pem.as_bytes(),
-                other.key_pem.as_bytes(),
-            )
-            .unwrap(),
-        );
+        let forged = forged("counted");
         for _ in 0..3 {
             if let Ok(mut p) =
                 RawPeer::connect_with(t, &c.peers[1], 1, Security::Tls(forged.clone())).await

@@ -49,3 +49,22 @@ pub fn metric(body: &str, prefix: &str) -> f64 {
         .parse::<f64>()
         .unwrap()
 }
+
+/// `n` daemons (rank 0 serving Prometheus metrics too), started and
+/// ready; the metrics address.
+pub fn metered(
+    t: pld_server::TransportKind,
+    n: usize,
+    args: &[&str],
+) -> (pld_tests::GrpcCluster, String) {
+    let metrics = pld_tests::loopback_peers(1).remove(0);
+    let mut c = pld_tests::GrpcCluster::plan(t, n, args);
+    c.spawn_with(0, &["--metrics", metrics.as_str()]);
+    for r in 1..n as u32 {
+        c.spawn(r);
+    }
+    for r in 0..n as u32 {
+        c.daemon(r).wait_ready(std::time::Duration::from_secs(30));
+    }
+    (c, metrics)
+}
