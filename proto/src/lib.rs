@@ -49,6 +49,7 @@ pub mod units;
 )]
 pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/pld.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/pld_methods.rs"));
 }
 
 /// Re-exported for [`impl_rma!`], whose expansions name `Bytes`.

@@ -2,25 +2,8 @@
 
 use crate::stats::{Histogram, HistogramSnapshot};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use pld_proto::v1::Method;
 use std::time::Duration;
-
-/// The `Pld` methods, in the order the counters keep them.
-pub const METHODS: [&str; 14] = [
-    "Info",
-    "Put",
-    "Get",
-    "AtomicAdd",
-    "PutStream",
-    "GetStream",
-    "FetchAdd",
-    "CompareSwap",
-    "Notify",
-    "Wait",
-    "Test",
-    "Barrier",
-    "Quiet",
-    "Stats",
-];
 
 /// gRPC status codes 0 (OK) to 16.
 const CODES: usize = 17;
@@ -29,8 +12,8 @@ const CODES: usize = 17;
 /// the connections and buffers of the plane.
 #[derive(Debug)]
 pub struct GrpcMetrics {
-    calls: [[AtomicU64; CODES]; METHODS.len()],
-    latency: [Histogram; METHODS.len()],
+    calls: [[AtomicU64; CODES]; Method::ALL.len()],
+    latency: [Histogram; Method::ALL.len()],
     /// Client connections open now (past their handshake).
     pub(crate) open: AtomicU64,
     /// Connections closed at once: the cap was reached.
@@ -85,13 +68,16 @@ pub struct MethodSnapshot {
 }
 
 impl GrpcMetrics {
-    pub(crate) fn record(&self, method: &'static str, code: tonic::Code, took: Duration) {
-        let Some(m) = METHODS.iter().position(|n| *n == method) else {
-            return;
-        };
+    pub(crate) fn record(&self, method: Method, code: tonic::Code, took: Duration) {
+        let m = method as usize;
         let c = (code as usize).min(CODES - 1);
         self.calls[m][c].fetch_add(1, Relaxed);
         self.latency[m].record(took);
+    }
+
+    /// Calls of `method` so far, whatever their outcome.
+    pub fn calls(&self, method: Method) -> u64 {
+        self.calls[method as usize].iter().map(|c| c.load(Relaxed)).sum()
     }
 
     pub(crate) fn watch_budget(&self, b: super::budget::Budget) {
@@ -117,7 +103,7 @@ impl GrpcMetrics {
 
     /// Every method that was called at least once.
     pub fn snapshot(&self) -> Vec<MethodSnapshot> {
-        METHODS
+        Method::ALL
             .iter()
             .enumerate()
             .filter_map(|(m, method)| {
@@ -128,7 +114,7 @@ impl GrpcMetrics {
                     })
                     .collect();
                 (!calls.is_empty()).then(|| MethodSnapshot {
-                    method,
+                    method: method.name(),
                     calls,
                     latency: self.latency[m].snapshot(),
                 })

@@ -10,6 +10,7 @@ use super::{Error, Shared, stream};
 use crate::rank::Rank;
 use pld_proto::Dtype;
 use pld_proto::region::Chunking;
+use pld_proto::v1::Method;
 use pld_proto::v1::pld_server::Pld;
 use pld_proto::v1::{
     AllGatherRequest, AllReduceRequest, AllToAllRequest, AtomicAddRequest, AtomicAddResponse,
@@ -38,7 +39,7 @@ impl Service {
     /// Runs one call: times it, counts its outcome, maps its error.
     async fn observe<T>(
         &self,
-        method: &'static str,
+        method: Method,
         call: impl Future<Output = Result<T, Error>>,
     ) -> Result<Response<T>, Status> {
         let t0 = Instant::now();
@@ -48,7 +49,7 @@ impl Service {
         match result {
             Ok(r) => Ok(Response::new(r)),
             Err(e) => {
-                tracing::debug!(method, code = ?code, "{e}");
+                tracing::debug!(method = method.name(), code = ?code, "{e}");
                 Err(e.into())
             }
         }
@@ -124,12 +125,12 @@ impl Service {
 #[tonic::async_trait]
 impl Pld for Service {
     async fn info(&self, _: Request<InfoRequest>) -> Result<Response<InfoResponse>, Status> {
-        self.observe("Info", async { Ok(self.info()) }).await
+        self.observe(Method::Info, async { Ok(self.info()) }).await
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Put", async {
+        self.observe(Method::Put, async {
             self.within_limit("Put", r.data.len(), "PutStream")?;
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
@@ -151,7 +152,7 @@ impl Pld for Service {
 
     async fn get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Get", async {
+        self.observe(Method::Get, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dtype = region_dtype("Get", r.region.as_ref(), Dtype::Int8)?;
@@ -177,7 +178,7 @@ impl Pld for Service {
         req: Request<AtomicAddRequest>,
     ) -> Result<Response<AtomicAddResponse>, Status> {
         let r = req.into_inner();
-        self.observe("AtomicAdd", async {
+        self.observe(Method::AtomicAdd, async {
             let rank = self.rank()?;
             self.within_limit("AtomicAdd", r.data.len(), "PutStream with atomic_add")?;
             let win = window(rank, &r.window)?;
@@ -215,7 +216,7 @@ impl Pld for Service {
         req: Request<Streaming<PutStreamRequest>>,
     ) -> Result<Response<PutResponse>, Status> {
         let s = req.into_inner();
-        self.observe("PutStream", async {
+        self.observe(Method::PutStream, async {
             let rank = self.rank()?.clone();
             stream::put(rank, s, &self.shared.streams).await?;
             Ok(PutResponse {})
@@ -237,7 +238,7 @@ impl Pld for Service {
         let max = self.shared.max_data;
         // The call's duration is until the stream is set up; the transfer's
         // own figures are in the peer-plane counters.
-        self.observe("GetStream", async {
+        self.observe(Method::GetStream, async {
             let rank = self.rank()?.clone();
             stream::get(rank, r, max, &self.shared.streams, client).await
         })
@@ -249,7 +250,7 @@ impl Pld for Service {
         req: Request<FetchAddRequest>,
     ) -> Result<Response<ValueResponse>, Status> {
         let r = req.into_inner();
-        self.observe("FetchAdd", async {
+        self.observe(Method::FetchAdd, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dt = dtype("FetchAdd", r.dtype)?;
@@ -264,7 +265,7 @@ impl Pld for Service {
         req: Request<CompareSwapRequest>,
     ) -> Result<Response<ValueResponse>, Status> {
         let r = req.into_inner();
-        self.observe("CompareSwap", async {
+        self.observe(Method::CompareSwap, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let dt = dtype("CompareSwap", r.dtype)?;
@@ -281,7 +282,7 @@ impl Pld for Service {
         req: Request<NotifyRequest>,
     ) -> Result<Response<NotifyResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Notify", async {
+        self.observe(Method::Notify, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let op = notify_op("Notify", r.op)?;
@@ -293,13 +294,13 @@ impl Pld for Service {
 
     async fn batch(&self, req: Request<BatchRequest>) -> Result<Response<BatchResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Batch", batch::run(&self.shared, r)).await
+        self.observe(Method::Batch, batch::run(&self.shared, r)).await
     }
 
     async fn wait(&self, req: Request<WaitRequest>) -> Result<Response<WaitResponse>, Status> {
         let budget = |rank: &Rank, ms| self.budget(ms, rank.config().sync_timeout, req.metadata());
         let r = req.get_ref();
-        self.observe("Wait", async {
+        self.observe(Method::Wait, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let c = cmp("Wait", r.cmp)?;
@@ -313,7 +314,7 @@ impl Pld for Service {
 
     async fn test(&self, req: Request<TestRequest>) -> Result<Response<TestResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Test", async {
+        self.observe(Method::Test, async {
             let rank = self.rank()?;
             let win = window(rank, &r.window)?;
             let c = cmp("Test", r.cmp)?;
@@ -327,7 +328,7 @@ impl Pld for Service {
         &self,
         req: Request<BarrierRequest>,
     ) -> Result<Response<BarrierResponse>, Status> {
-        self.observe("Barrier", async {
+        self.observe(Method::Barrier, async {
             let rank = self.rank()?;
             let t = self.budget(
                 req.get_ref().timeout_ms,
@@ -341,7 +342,7 @@ impl Pld for Service {
     }
 
     async fn quiet(&self, req: Request<QuietRequest>) -> Result<Response<QuietResponse>, Status> {
-        self.observe("Quiet", async {
+        self.observe(Method::Quiet, async {
             let rank = self.rank()?;
             let t = self.budget(
                 req.get_ref().timeout_ms,
@@ -355,9 +356,9 @@ impl Pld for Service {
     }
 
     async fn stats(&self, _: Request<StatsRequest>) -> Result<Response<StatsResponse>, Status> {
-        self.observe("Stats", async {
+        self.observe(Method::Stats, async {
             let rank = self.rank()?;
-            let counters = rank
+            let mut counters: Vec<Counter> = rank
                 .stats()
                 .counters()
                 .into_iter()
@@ -367,6 +368,12 @@ impl Pld for Service {
                     value,
                 })
                 .collect();
+            // The client plane's own calls, every method of the service.
+            counters.extend(Method::ALL.into_iter().map(|m| Counter {
+                name: "grpc_calls".into(),
+                kind: m.name().into(),
+                value: self.shared.metrics.calls(m),
+            }));
             Ok(StatsResponse {
                 rank: rank.rank(),
                 counters,
@@ -380,7 +387,7 @@ impl Pld for Service {
         req: Request<AllReduceRequest>,
     ) -> Result<Response<CollectiveResponse>, Status> {
         let r = req.into_inner();
-        self.observe("AllReduce", async {
+        self.observe(Method::AllReduce, async {
             let kind = Kind::AllReduce(
                 collective::reduce_op("AllReduce", r.op)?,
                 collective::algo("AllReduce", r.algo)?,
@@ -395,7 +402,7 @@ impl Pld for Service {
         req: Request<BroadcastRequest>,
     ) -> Result<Response<CollectiveResponse>, Status> {
         let r = req.into_inner();
-        self.observe("Broadcast", async {
+        self.observe(Method::Broadcast, async {
             let kind = Kind::Broadcast(r.root);
             collective::run(&self.shared, "Broadcast", r.dtype, &r.data, kind).await
         })
@@ -407,7 +414,7 @@ impl Pld for Service {
         req: Request<AllGatherRequest>,
     ) -> Result<Response<CollectiveResponse>, Status> {
         let r = req.into_inner();
-        self.observe("AllGather", async {
+        self.observe(Method::AllGather, async {
             collective::run(&self.shared, "AllGather", r.dtype, &r.data, Kind::AllGather).await
         })
         .await
@@ -418,7 +425,7 @@ impl Pld for Service {
         req: Request<ReduceScatterRequest>,
     ) -> Result<Response<CollectiveResponse>, Status> {
         let r = req.into_inner();
-        self.observe("ReduceScatter", async {
+        self.observe(Method::ReduceScatter, async {
             let kind = Kind::ReduceScatter(collective::reduce_op("ReduceScatter", r.op)?);
             collective::run(&self.shared, "ReduceScatter", r.dtype, &r.data, kind).await
         })
@@ -430,7 +437,7 @@ impl Pld for Service {
         req: Request<AllToAllRequest>,
     ) -> Result<Response<CollectiveResponse>, Status> {
         let r = req.into_inner();
-        self.observe("AllToAll", async {
+        self.observe(Method::AllToAll, async {
             collective::run(&self.shared, "AllToAll", r.dtype, &r.data, Kind::AllToAll).await
         })
         .await
