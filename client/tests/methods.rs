@@ -58,9 +58,7 @@ async fn call(
         Method::AllReduce => code(c.all_reduce(pb::AllReduceRequest::default()).await),
         Method::Broadcast => code(c.broadcast(pb::BroadcastRequest::default()).await),
         Method::AllGather => code(c.all_gather(pb::AllGatherRequest::default()).await),
-        Method::ReduceScatter => {
-            code(c.reduce_scatter(pb::ReduceScatterRequest::default()).await)
-        }
+        Method::ReduceScatter => code(c.reduce_scatter(pb::ReduceScatterRequest::default()).await),
         Method::AllToAll => code(c.all_to_all(pb::AllToAllRequest::default()).await),
     }
 }
@@ -93,13 +91,20 @@ both!(
             .map(|k| (k.kind.as_str(), k.value))
             .collect();
         for m in Method::ALL {
-            assert_eq!(counted.get(m.name()), Some(&1), "Stats for {m:?}: {counted:?}");
+            assert_eq!(
+                counted.get(m.name()),
+                Some(&1),
+                "Stats for {m:?}: {counted:?}"
+            );
         }
 
         // /metrics: every method's calls by code, and its latencies.
         let body = common::scrape(&metrics).await;
         for m in Method::ALL {
-            let series = format!("pld_grpc_requests_total{{rank=\"0\",method=\"{}\",", m.name());
+            let series = format!(
+                "pld_grpc_requests_total{{rank=\"0\",method=\"{}\",",
+                m.name()
+            );
             let calls: f64 = body
                 .lines()
                 .filter(|l| l.starts_with(&series))

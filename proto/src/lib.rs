@@ -5,6 +5,8 @@
 //! - [`frame`]: the peer-plane frame codec — a small protobuf header plus the
 //!   raw payload bytes, which never pass through protobuf.
 //! - [`handshake`]: the check two ranks run on each other's [`v1::Hello`].
+//! - [`op`]: the one list of operations ([`OpKind`], [`MsgKind`]) every
+//!   per-op table derives from.
 //! - [`track`]: the per-peer table of outstanding operations behind
 //!   completion, `quiet` and its diagnostics; [`reply`]: what a reply
 //!   means for the op it answers.
@@ -32,6 +34,7 @@ pub mod frame;
 pub mod geometry;
 pub mod handshake;
 pub mod lock;
+pub mod op;
 pub mod region;
 pub mod reply;
 pub mod rma;
@@ -56,9 +59,10 @@ pub mod v1 {
 pub use bytes;
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
+pub use op::{OpKind, ReplyShape};
 pub use rma::Rma;
 pub use scalar::{ReduceOp, Scalar};
-pub use track::{OpKind, PeerOps};
+pub use track::PeerOps;
 pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
 
 /// The peer-plane protocol version; ranks that speak different versions refuse

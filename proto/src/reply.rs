@@ -3,7 +3,7 @@
 //! names; a reply of the wrong kind is a protocol error that names both.
 
 use crate::frame::MsgKind;
-use crate::track::OpKind;
+use crate::op::{OpKind, ReplyShape};
 use crate::v1::header::Body;
 use crate::v1::{ErrorCode, Header};
 
@@ -34,19 +34,19 @@ pub enum Answer {
 
 /// Matches the body of a reply to op `op`.
 pub fn answer(op: OpKind, body: Option<Body>) -> Answer {
-    match (op, body) {
-        (op, Some(Body::Ack(_))) if op.answered_by_ack() => Answer::Ack,
-        (OpKind::Get, Some(Body::GetReply(_))) => Answer::Data,
-        (OpKind::FetchAdd | OpKind::CompareSwap, Some(Body::Value(v))) => Answer::Value(v.previous),
+    match (op.reply(), body) {
+        (ReplyShape::Ack, Some(Body::Ack(_))) => Answer::Ack,
+        (ReplyShape::Data, Some(Body::GetReply(_))) => Answer::Data,
+        (ReplyShape::Value, Some(Body::Value(v))) => Answer::Value(v.previous),
         (_, Some(Body::Error(e))) => Answer::Refused {
             code: ErrorCode::try_from(e.code).unwrap_or(ErrorCode::Unspecified),
             message: e.message,
         },
-        (op, None) => Answer::Mismatch {
+        (_, None) => Answer::Mismatch {
             op,
             got: "an empty frame",
         },
-        (op, Some(b)) => Answer::Mismatch {
+        (_, Some(b)) => Answer::Mismatch {
             op,
             got: MsgKind::of(&Header {
                 id: 0,

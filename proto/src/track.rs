@@ -9,58 +9,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-/// The one-sided operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(usize)]
-pub enum OpKind {
-    /// `put`.
-    Put,
-    /// `get`.
-    Get,
-    /// `atomic_add`.
-    AtomicAdd,
-    /// `fetch_add`.
-    FetchAdd,
-    /// `compare_swap`.
-    CompareSwap,
-    /// `notify`: set or add to a signal cell.
-    Notify,
-}
-
-impl OpKind {
-    /// Every kind, in index order.
-    pub const ALL: [OpKind; 6] = [
-        OpKind::Put,
-        OpKind::Get,
-        OpKind::AtomicAdd,
-        OpKind::FetchAdd,
-        OpKind::CompareSwap,
-        OpKind::Notify,
-    ];
-
-    /// Whether a plain ack is this op's whole answer (no data, no value).
-    pub const fn answered_by_ack(self) -> bool {
-        matches!(self, OpKind::Put | OpKind::AtomicAdd | OpKind::Notify)
-    }
-
-    /// The pld/OpenSHMEM name of the operation.
-    pub const fn name(self) -> &'static str {
-        match self {
-            OpKind::Put => "put",
-            OpKind::Get => "get",
-            OpKind::AtomicAdd => "atomic_add",
-            OpKind::FetchAdd => "fetch_add",
-            OpKind::CompareSwap => "compare_swap",
-            OpKind::Notify => "notify",
-        }
-    }
-}
-
-impl std::fmt::Display for OpKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::op::OpKind;
 
 /// One outstanding operation and whatever its issuer waits on (`T`).
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use pld_proto::checked::sync::{BarrierClocks, Cells};
 use pld_proto::checked::{Access, AccessKind, Detector, Epoch, Race, RankClock, VectorClock};
 use pld_proto::lock::Locked;
 use pld_proto::v1::{CheckedStamp, header::Body};
-use pld_proto::{Cmp, NotifyOp};
+use pld_proto::{Cmp, NotifyOp, OpKind};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -153,10 +153,7 @@ impl Checked {
     /// release point.
     fn stamp_request(&self, body: &Body) -> CheckedStamp {
         let mut i = self.inner.locked();
-        let released = matches!(
-            body,
-            Body::Notify(_) | Body::AtomicAdd(_) | Body::FetchAdd(_) | Body::CompareSwap(_)
-        );
+        let released = OpKind::of_request(body).is_some_and(OpKind::releases);
         let clock = if released {
             i.clock.release()
         } else {
@@ -191,17 +188,10 @@ impl Checked {
                 };
                 (access(at, kind, op, s.barriers), clock)
             }
-            None => {
-                let own = match kind {
-                    AccessKind::Put => AccessKind::Store,
-                    AccessKind::Get => AccessKind::Load,
-                    k => k,
-                };
-                (
-                    access(i.clock.epoch(), own, 0, i.barriers),
-                    i.clock.clock().clone(),
-                )
-            }
+            None => (
+                access(i.clock.epoch(), kind.own(), 0, i.barriers),
+                i.clock.clock().clone(),
+            ),
         };
         // Strict: a racing access is refused, so it is checked first and
         // recorded only if nothing races (it never happens otherwise).

@@ -25,17 +25,36 @@ pub enum AccessKind {
 
 impl AccessKind {
     /// Whether the access changes bytes.
-    pub fn writes(self) -> bool {
-        !matches!(self, AccessKind::Get | AccessKind::Load)
+    pub const fn writes(self) -> bool {
+        match self {
+            AccessKind::Get | AccessKind::Load => false,
+            AccessKind::Put
+            | AccessKind::AtomicAdd
+            | AccessKind::FetchAdd
+            | AccessKind::CompareSwap
+            | AccessKind::Store => true,
+        }
     }
 
     /// Whether the access is an atomic (atomics of one kind on the same
     /// cells never race with each other).
-    pub fn atomic(self) -> bool {
-        matches!(
-            self,
-            AccessKind::AtomicAdd | AccessKind::FetchAdd | AccessKind::CompareSwap
-        )
+    pub const fn atomic(self) -> bool {
+        match self {
+            AccessKind::AtomicAdd | AccessKind::FetchAdd | AccessKind::CompareSwap => true,
+            AccessKind::Put | AccessKind::Get | AccessKind::Load | AccessKind::Store => false,
+        }
+    }
+
+    /// The same access made by the window's owner to its own memory: a
+    /// put is a store, a get a load; an atomic stays what it is.
+    pub const fn own(self) -> AccessKind {
+        match self {
+            AccessKind::Put | AccessKind::Store => AccessKind::Store,
+            AccessKind::Get | AccessKind::Load => AccessKind::Load,
+            AccessKind::AtomicAdd => AccessKind::AtomicAdd,
+            AccessKind::FetchAdd => AccessKind::FetchAdd,
+            AccessKind::CompareSwap => AccessKind::CompareSwap,
+        }
     }
 
     /// Whether two accesses to the same bytes conflict when unordered: at

@@ -11,6 +11,7 @@ mod store;
 #[cfg(test)]
 mod test_rng;
 
+pub use crate::op::MsgKind;
 pub use ack::{AckFrame, encode_ack_head};
 pub use store::{Store, StoreFrame, encode_store_head};
 
@@ -279,95 +280,6 @@ fn describe_bytes(bytes: &[u8]) -> String {
         })
         .collect();
     format!("{} ({text:?})", hex.join(" "))
-}
-
-/// The kinds of peer-plane messages, for counters and logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(usize)]
-pub enum MsgKind {
-    /// The connection's first frame: who the sender is.
-    Hello,
-    /// Write bytes into the target's window.
-    Put,
-    /// Read bytes from the target's window.
-    Get,
-    /// Add to a window cell, no value back.
-    AtomicAdd,
-    /// Add to a window cell and return what it held.
-    FetchAdd,
-    /// Swap a window cell if it holds the expected value.
-    CompareSwap,
-    /// Set or add to an int32 signal cell.
-    Notify,
-    /// A dissemination-barrier round message.
-    Barrier,
-    /// An op was applied.
-    Ack,
-    /// A get's bytes.
-    GetReply,
-    /// The value a fetching atomic found.
-    Value,
-    /// The target refused an op.
-    Error,
-    /// A header without a body.
-    Empty,
-}
-
-impl MsgKind {
-    /// Every kind, in index order.
-    pub const ALL: [MsgKind; 13] = [
-        MsgKind::Hello,
-        MsgKind::Put,
-        MsgKind::Get,
-        MsgKind::AtomicAdd,
-        MsgKind::FetchAdd,
-        MsgKind::CompareSwap,
-        MsgKind::Notify,
-        MsgKind::Barrier,
-        MsgKind::Ack,
-        MsgKind::GetReply,
-        MsgKind::Value,
-        MsgKind::Error,
-        MsgKind::Empty,
-    ];
-
-    /// The kind of the message a header carries.
-    pub fn of(header: &Header) -> MsgKind {
-        match &header.body {
-            None => MsgKind::Empty,
-            Some(Body::Hello(_)) => MsgKind::Hello,
-            Some(Body::Put(_)) => MsgKind::Put,
-            Some(Body::Get(_)) => MsgKind::Get,
-            Some(Body::AtomicAdd(_)) => MsgKind::AtomicAdd,
-            Some(Body::FetchAdd(_)) => MsgKind::FetchAdd,
-            Some(Body::CompareSwap(_)) => MsgKind::CompareSwap,
-            Some(Body::Notify(_)) => MsgKind::Notify,
-            Some(Body::Barrier(_)) => MsgKind::Barrier,
-            Some(Body::Ack(_)) => MsgKind::Ack,
-            Some(Body::GetReply(_)) => MsgKind::GetReply,
-            Some(Body::Value(_)) => MsgKind::Value,
-            Some(Body::Error(_)) => MsgKind::Error,
-        }
-    }
-
-    /// The snake_case name used in counters.
-    pub const fn name(self) -> &'static str {
-        match self {
-            MsgKind::Hello => "hello",
-            MsgKind::Put => "put",
-            MsgKind::Get => "get",
-            MsgKind::AtomicAdd => "atomic_add",
-            MsgKind::FetchAdd => "fetch_add",
-            MsgKind::CompareSwap => "compare_swap",
-            MsgKind::Notify => "notify",
-            MsgKind::Barrier => "barrier",
-            MsgKind::Ack => "ack",
-            MsgKind::GetReply => "get_reply",
-            MsgKind::Value => "value",
-            MsgKind::Error => "error",
-            MsgKind::Empty => "empty",
-        }
-    }
 }
 
 #[cfg(test)]

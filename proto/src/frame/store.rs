@@ -18,7 +18,7 @@
 use super::fast::{decode_flat, encode_flat_head, varint};
 use super::{Decoder, MAX_HEADER_LEN, PREFIX_LEN};
 use crate::v1::header::Body;
-use crate::v1::{PeerAtomicAdd, PeerPut};
+use crate::v1::{PeerAtomicAdd, PeerPut, Region};
 use bytes::BytesMut;
 
 /// The put's field number in `Header`.
@@ -63,6 +63,14 @@ impl Store {
         }
     }
 
+    /// What checked mode records for it at the target.
+    pub fn access(self) -> crate::checked::AccessKind {
+        match self {
+            Store::Put => crate::checked::AccessKind::Put,
+            Store::AtomicAdd { .. } => crate::checked::AccessKind::AtomicAdd,
+        }
+    }
+
     /// `body` as a plain store — `(store, window, offset)` — if it is a
     /// put or an atomic add without a region; [`Store::body`]'s inverse.
     pub fn of(body: &Body) -> Option<(Store, u32, u64)> {
@@ -78,23 +86,40 @@ impl Store {
                 dtype,
                 region: None,
             }) => Some((Store::AtomicAdd { dtype }, window, offset)),
-            _ => None,
+            // A 2-D store, and every body that is no store.
+            Body::Put(_)
+            | Body::AtomicAdd(_)
+            | Body::Hello(_)
+            | Body::Get(_)
+            | Body::FetchAdd(_)
+            | Body::CompareSwap(_)
+            | Body::Notify(_)
+            | Body::Barrier(_)
+            | Body::Ack(_)
+            | Body::GetReply(_)
+            | Body::Value(_)
+            | Body::Error(_) => None,
         }
     }
 
     /// Its request body for the generic path, without a region.
     pub fn body(self, window: u32, offset: u64) -> Body {
+        self.body_in(window, offset, None)
+    }
+
+    /// Its request body, landing in `region` (2-D) if there is one.
+    pub fn body_in(self, window: u32, offset: u64, region: Option<Region>) -> Body {
         match self {
             Store::Put => Body::Put(PeerPut {
                 window,
                 offset,
-                region: None,
+                region,
             }),
             Store::AtomicAdd { dtype } => Body::AtomicAdd(PeerAtomicAdd {
                 window,
                 offset,
                 dtype,
-                region: None,
+                region,
             }),
         }
     }

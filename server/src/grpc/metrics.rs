@@ -1,8 +1,8 @@
 //! Request counters and latency histograms of the client plane.
 
 use crate::stats::{Histogram, HistogramSnapshot};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use pld_proto::v1::Method;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// gRPC status codes 0 (OK) to 16.
@@ -77,7 +77,10 @@ impl GrpcMetrics {
 
     /// Calls of `method` so far, whatever their outcome.
     pub fn calls(&self, method: Method) -> u64 {
-        self.calls[method as usize].iter().map(|c| c.load(Relaxed)).sum()
+        self.calls[method as usize]
+            .iter()
+            .map(|c| c.load(Relaxed))
+            .sum()
     }
 
     pub(crate) fn watch_budget(&self, b: super::budget::Budget) {

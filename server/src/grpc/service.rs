@@ -294,7 +294,8 @@ impl Pld for Service {
 
     async fn batch(&self, req: Request<BatchRequest>) -> Result<Response<BatchResponse>, Status> {
         let r = req.into_inner();
-        self.observe(Method::Batch, batch::run(&self.shared, r)).await
+        self.observe(Method::Batch, batch::run(&self.shared, r))
+            .await
     }
 
     async fn wait(&self, req: Request<WaitRequest>) -> Result<Response<WaitResponse>, Status> {

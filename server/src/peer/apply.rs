@@ -114,15 +114,7 @@ pub(super) fn classify_and_apply(
     body: Body,
     payload: &[u8],
 ) -> Option<(OpKind, Result<Outcome, AccessError>)> {
-    let op = match &body {
-        Body::Put(_) => OpKind::Put,
-        Body::Get(_) => OpKind::Get,
-        Body::AtomicAdd(_) => OpKind::AtomicAdd,
-        Body::FetchAdd(_) => OpKind::FetchAdd,
-        Body::CompareSwap(_) => OpKind::CompareSwap,
-        Body::Notify(_) => OpKind::Notify,
-        _ => return None,
-    };
+    let op = OpKind::of_request(&body)?;
     Some((op, apply_to_window(state, peer, at, body, payload)))
 }
 

@@ -89,7 +89,7 @@ impl Rank {
         let size = dtype.size() as u64;
         let t = contiguous(dtype, offset / size, data.len() as u64 / size);
         let plan = ChunkPlan::by_rows(t.shape, (link.peer_max_payload as u64 / size).max(1));
-        let parts = region::send_chunks(link, op, win, &t, data, plan, usize::MAX)
+        let parts = region::send_chunks(link, store, win, &t, data, plan, usize::MAX)
             .instrument(span)
             .await?;
         Ok(OpHandle::remote(

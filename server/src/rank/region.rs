@@ -13,9 +13,10 @@ use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
 use crate::peer::link::{Link, Pending, Reply};
 use pld_proto::checked::AccessKind;
+use pld_proto::frame::Store;
 use pld_proto::geometry::{GeometryError, byte_offset, check_buffer, plan, wire_region};
 use pld_proto::region::{Chunk, ChunkPlan, Chunking, Layout, Shape, Transfer, row_ranges};
-use pld_proto::v1::{PeerAtomicAdd, PeerGet, PeerPut, Region, header::Body};
+use pld_proto::v1::{PeerGet, Region, header::Body};
 use pld_proto::{Dtype, OpKind};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ impl Rank {
         src: &[u8],
         chunking: Chunking,
     ) -> Result<()> {
-        self.store_region(OpKind::Put, peer, win, t, src, chunking)
+        self.store_region(Store::Put, peer, win, t, src, chunking)
             .await
     }
 
@@ -55,7 +56,7 @@ impl Rank {
         src: &[u8],
         chunking: Chunking,
     ) -> Result<()> {
-        self.store_region(OpKind::AtomicAdd, peer, win, t, src, chunking)
+        self.store_region(Store::add(t.dtype), peer, win, t, src, chunking)
             .await
     }
 
@@ -108,13 +109,14 @@ impl Rank {
 
     async fn store_region(
         &self,
-        op: OpKind,
+        store: Store,
         peer: u32,
         win: WindowId,
         t: &Transfer,
         src: &[u8],
         chunking: Chunking,
     ) -> Result<()> {
+        let op = store.op();
         check_buffer(
             t.src,
             t.shape,
@@ -132,10 +134,7 @@ impl Rank {
                     shape: t.shape,
                 };
                 if self.state.checked.is_some() {
-                    let kind = match op {
-                        OpKind::AtomicAdd => AccessKind::AtomicAdd,
-                        _ => AccessKind::Put,
-                    };
+                    let kind = store.access();
                     let bytes: Vec<_> = rows(t, t.dst, &whole)
                         .map(|d| d.start as u64..d.end as u64)
                         .collect();
@@ -143,9 +142,9 @@ impl Rank {
                 }
                 for (s, d) in rows(t, t.src, &whole).zip(rows(t, t.dst, &whole)) {
                     let data = &src[s];
-                    match op {
-                        OpKind::AtomicAdd => w.atomic_add(d.start as u64, t.dtype, data),
-                        _ => w.write(d.start as u64, data),
+                    match store {
+                        Store::AtomicAdd { .. } => w.atomic_add(d.start as u64, t.dtype, data),
+                        Store::Put => w.write(d.start as u64, data),
                     }
                     .map_err(self.refused(op, peer))?;
                 }
@@ -153,7 +152,7 @@ impl Rank {
                 Ok(())
             }
             Target::Remote(link) => {
-                let inflight = send_chunks(&link, op, win, t, src, plan, depth).await?;
+                let inflight = send_chunks(&link, store, win, t, src, plan, depth).await?;
                 for p in inflight {
                     handle::acked(
                         handle::OpReplies::One(p.wait().await?),
@@ -285,13 +284,14 @@ fn scatter(peer: u32, t: &Transfer, c: &Chunk, reply: Reply, dst: &mut [u8]) -> 
 /// is written out before `send` returns).
 pub(super) async fn send_chunks(
     link: &Arc<Link>,
-    op: OpKind,
+    store: Store,
     win: WindowId,
     t: &Transfer,
     src: &[u8],
     plan: ChunkPlan,
     depth: usize,
 ) -> Result<VecDeque<Pending>> {
+    let op = store.op();
     let elem = t.dtype.size() as u64;
     let mut inflight = VecDeque::new();
     let mut staging = Vec::new();
@@ -322,19 +322,7 @@ pub(super) async fn send_chunks(
         };
         let d = t.dst.at(c.row, c.col);
         let region = wire_region(t.dtype, t.dst, c.shape);
-        let body = match op {
-            OpKind::AtomicAdd => Body::AtomicAdd(PeerAtomicAdd {
-                window: win.0,
-                offset: d.offset * elem,
-                dtype: t.dtype as i32,
-                region,
-            }),
-            _ => Body::Put(PeerPut {
-                window: win.0,
-                offset: d.offset * elem,
-                region,
-            }),
-        };
+        let body = store.body_in(win.0, d.offset * elem, region);
         inflight.push_back(link.send(op, body, payload).await?);
     }
     Ok(inflight)

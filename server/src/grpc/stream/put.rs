@@ -7,9 +7,10 @@ use super::super::request::{Geometry, chunking, geometry, region_dtype, window};
 use super::{Streams, block_bytes, block_transfers};
 use crate::rank::{Rank, WindowId};
 use bytes::{Bytes, BytesMut};
+use pld_proto::Dtype;
+use pld_proto::frame::Store;
 use pld_proto::region::Chunking;
 use pld_proto::v1::PutStreamRequest;
-use pld_proto::{Dtype, OpKind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -52,7 +53,7 @@ struct Target {
     rank: Arc<Rank>,
     peer: u32,
     win: WindowId,
-    op: OpKind,
+    store: Store,
     g: Geometry,
     chunking: Chunking,
 }
@@ -69,13 +70,13 @@ impl Target {
             // Back to the budget once the block is put.
             let _lease = lease;
             for tr in block_transfers(&t.g, start, bytes.len() as u64, true) {
-                match t.op {
-                    OpKind::AtomicAdd => {
+                match t.store {
+                    Store::AtomicAdd { .. } => {
                         t.rank
                             .atomic_add_region(t.peer, t.win, &tr, &bytes, t.chunking)
                             .await?
                     }
-                    _ => {
+                    Store::Put => {
                         t.rank
                             .put_region(t.peer, t.win, &tr, &bytes, t.chunking)
                             .await?
@@ -208,27 +209,21 @@ pub(crate) async fn put(
         .header
         .ok_or_else(|| Error::invalid(CALL, "the first message carries no header"))?;
     let win = window(&rank, &h.window)?;
-    let (op, dtype) = if h.atomic_add {
-        if h.region.is_none() {
-            return Err(Error::invalid(
-                CALL,
-                "atomic_add needs a region: its dtype says how to add",
-            ));
-        }
-        (
-            OpKind::AtomicAdd,
-            region_dtype(CALL, h.region.as_ref(), Dtype::Int8)?,
-        )
-    } else {
-        (
-            OpKind::Put,
-            region_dtype(CALL, h.region.as_ref(), Dtype::Int8)?,
-        )
+    if h.atomic_add && h.region.is_none() {
+        return Err(Error::invalid(
+            CALL,
+            "atomic_add needs a region: its dtype says how to add",
+        ));
+    }
+    let dtype = region_dtype(CALL, h.region.as_ref(), Dtype::Int8)?;
+    let store = match h.atomic_add {
+        true => Store::add(dtype),
+        false => Store::Put,
     };
     let g = geometry(CALL, dtype, h.offset, h.region.as_ref(), h.len)?;
     let chunking = chunking(h.chunking.as_ref());
     // Everything is checked before the first byte lands.
-    rank.check_transfer(op, h.rank, win, &g.store(), &chunking)?;
+    rank.check_transfer(store.op(), h.rank, win, &g.store(), &chunking)?;
     let expected = g.packed_len;
     let mut gather = Gather {
         block: block_bytes(&g, &chunking),
@@ -236,7 +231,7 @@ pub(crate) async fn put(
             rank,
             peer: h.rank,
             win,
-            op,
+            store,
             g,
             chunking,
         }),
