@@ -6,7 +6,8 @@
 """
 
 from pld_client.batch import Batch, PldBatchError
-from pld_client.client import DTYPES, Client, PldError
+from pld_client.client import Client
+from pld_client.wire import DTYPES, PldError
 
 __all__ = ["Client", "PldError", "PldBatchError", "Batch", "DTYPES"]
 __version__ = "0.1.0"

@@ -22,6 +22,7 @@ import grpc
 import numpy as np
 
 from pld_client._proto.pld.v1 import pld_pb2 as pb
+from pld_client.wire import _NOTIFY, PldError, _as_bytes, _wire_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from pld_client.client import Client
@@ -59,40 +60,30 @@ class Batch:
         return self
 
     def put(self, rank: int, offset: int, data, window: str = "data") -> "Batch":
-        from pld_client.client import _as_bytes
-
         return self._add("put", pb.PutRequest(rank=rank, window=window, offset=offset, data=_as_bytes(data)))
 
     def get(self, rank: int, offset: int, nbytes: int, window: str = "data") -> "Batch":
         return self._add("get", pb.GetRequest(rank=rank, window=window, offset=offset, len=nbytes))
 
     def atomic_add(self, rank: int, offset: int, array, window: str = "data", dtype=None) -> "Batch":
-        from pld_client.client import _as_bytes, _wire_dtype
-
         array = np.asarray(array)
         wire = _wire_dtype(dtype if dtype is not None else array.dtype)
         req = pb.AtomicAddRequest(rank=rank, window=window, offset=offset, dtype=wire, data=_as_bytes(array))
         return self._add("atomic_add", req)
 
     def fetch_add(self, rank: int, offset: int, value: int, dtype="int64", window: str = "data") -> "Batch":
-        from pld_client.client import _wire_dtype
-
         req = pb.FetchAddRequest(rank=rank, window=window, offset=offset, dtype=_wire_dtype(dtype), value=value)
         return self._add("fetch_add", req)
 
     def compare_swap(
         self, rank: int, offset: int, expected: int, desired: int, dtype="int64", window: str = "data"
     ) -> "Batch":
-        from pld_client.client import _wire_dtype
-
         req = pb.CompareSwapRequest(
             rank=rank, window=window, offset=offset, dtype=_wire_dtype(dtype), expected=expected, desired=desired
         )
         return self._add("compare_swap", req)
 
     def notify(self, rank: int, offset: int, value: int, op: str = "set", window: str = "signal") -> "Batch":
-        from pld_client.client import _NOTIFY, PldError
-
         if op not in _NOTIFY:
             raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"notify op {op!r} is neither 'set' nor 'add'")
         req = pb.NotifyRequest(rank=rank, window=window, offset=offset, value=value, op=_NOTIFY[op])
@@ -100,8 +91,6 @@ class Batch:
 
     def run(self, timeout: Optional[float] = None) -> List[Result]:
         """Sends the batch; one result per op, in order (see the module)."""
-        from pld_client.client import PldError
-
         c = self._client
         reply = c._call(c._stub.Batch, pb.BatchRequest(ops=self._ops), timeout)
         results: List[Result] = []

@@ -7,8 +7,7 @@ duck-typed) stay numpy views of the caller's memory, so ``pl.Out`` /
 
 import numpy as np
 
-from . import runtime
-from .runtime import ViewSpec
+from .host import ViewSpec, current_rank
 
 # pld dtype name <-> numpy dtype.
 NP = {
@@ -43,7 +42,7 @@ def as_numpy(x):
 
 
 def rank():
-    r = runtime.current_rank()
+    r = current_rank()
     if r is None:
         raise RuntimeError("this call runs inside a kernel (a function dispatched with device=r)")
     return r

@@ -9,73 +9,11 @@ import threading
 import traceback
 
 from . import _native
+# The recorded program lives in `host`; re-exported here, where the shim
+# and `program` have always found it.
+from .host import Host, HostBuffer, RunError, ViewSpec, _local, current_host, current_rank, record  # noqa: F401
+from .kernel import to_kernel_arg
 from .options import OPTIONS
-
-_local = threading.local()
-
-
-class RunError(RuntimeError):
-    """A rank's kernel failed; the message names the rank and the line."""
-
-
-def current_rank():
-    """The rank whose kernel this thread runs, or None on the host."""
-    return getattr(_local, "rank", None)
-
-
-def current_host():
-    """The host program being recorded, or None."""
-    return getattr(_local, "host", None)
-
-
-class HostBuffer:
-    """``pld.alloc_window_buffer``'s result: the k-th buffer of the run."""
-
-    def __init__(self, index, nbytes, name):
-        self.index, self.nbytes, self.name = index, nbytes, name
-
-    def __repr__(self):
-        return f"WindowBuffer({self.name!r}, {self.nbytes} bytes)"
-
-
-class ViewSpec:
-    """``pld.window(buf, shape, dtype=)`` on the host: becomes each
-    dispatched rank's DistributedTensor."""
-
-    def __init__(self, buf, dims, dtype):
-        self.buf, self.dims, self.dtype = buf, [int(d) for d in dims], dtype
-
-
-class Host:
-    """What one run of the host function did."""
-
-    def __init__(self, nranks):
-        self.nranks = nranks
-        self.buffers = []
-        self.dispatches = []
-
-    def alloc(self, nbytes, name):
-        buf = HostBuffer(len(self.buffers), int(nbytes), name or f"buffer{len(self.buffers)}")
-        self.buffers.append(buf)
-        return buf
-
-    def dispatch(self, fn, args, kwargs, device):
-        if not isinstance(device, int) or not 0 <= device < self.nranks:
-            raise RunError(
-                f"device={device!r} is not a rank: the ranks are 0 to {self.nranks - 1} (one per -d device id)"
-            )
-        self.dispatches.append((device, fn, args, kwargs))
-
-
-def record(host_fn, args, kwargs, nranks):
-    """Runs the host function once, recording; returns the Host."""
-    host = Host(nranks)
-    _local.host = host
-    try:
-        host_fn(*args, **kwargs)
-    finally:
-        _local.host = None
-    return host
 
 
 def _program_line(tb):
@@ -97,8 +35,6 @@ def _cancelled(e):
 
 def execute(host, platform):
     """Starts the ranks and runs every dispatch; returns when all ended."""
-    from .kernel import to_kernel_arg  # the kernel layer needs the rank handles
-
     cluster = _native.Cluster(
         host.nranks,
         platform=platform,
