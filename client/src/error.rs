@@ -84,6 +84,23 @@ impl Error {
     }
 }
 
+impl pld_proto::rma::Reason for Error {
+    /// The daemon's reason; for an error of this side, what kind it is.
+    fn reason(&self) -> &str {
+        match self {
+            Error::Status {
+                detail: Some(d), ..
+            } => &d.reason,
+            Error::Status { code, .. } => code_name(*code),
+            Error::Connect { .. } => "CONNECT",
+            Error::NoSuchWindow { .. } => "NO_SUCH_WINDOW",
+            Error::InvalidArgument(_) => "INVALID_ARGUMENT",
+            Error::Geometry(_) => "INVALID_GEOMETRY",
+            Error::Io { .. } => "IO",
+        }
+    }
+}
+
 /// What a daemon says about an error in structured form (a
 /// `google.rpc.ErrorInfo` of domain `pld.v1` in the status details): a
 /// stable reason, and the values its message names — `rank`, `op`, `id`,

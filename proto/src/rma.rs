@@ -13,11 +13,20 @@ use crate::{Cmp, Dtype, NotifyOp};
 use bytes::Bytes;
 use std::future::Future;
 
+/// An RMA error's stable reason (UPPER_SNAKE: `WAIT_TIMEOUT`,
+/// `PEER_LOST`, `OUT_OF_BOUNDS`...; docs/client.md lists them), the same
+/// whether the rank is embedded or a daemon's, so that a program branches
+/// on the kind of failure instead of its text.
+pub trait Reason {
+    /// The reason.
+    fn reason(&self) -> &str;
+}
+
 /// One rank's view of a pld cluster: one-sided put, get and atomics to any
 /// rank (itself included), signals and synchronisation.
 pub trait Rma: Send + Sync {
     /// What every call can fail with.
-    type Error: std::error::Error + Send + Sync + 'static;
+    type Error: std::error::Error + Reason + Send + Sync + 'static;
     /// A window, resolved once by name with [`Rma::window`].
     type Window: Copy + Send + Sync + std::fmt::Debug + 'static;
 

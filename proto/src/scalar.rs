@@ -93,6 +93,24 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+
+    /// The reduction's name, as PyPTO's `ReduceOp` writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "Sum",
+            ReduceOp::Max => "Max",
+            ReduceOp::Min => "Min",
+            ReduceOp::Prod => "Prod",
+        }
+    }
+
+    /// The reduction named `name` ([`ReduceOp::name`]).
+    pub fn parse(name: &str) -> Option<ReduceOp> {
+        ReduceOp::ALL.into_iter().find(|o| o.name() == name)
+    }
+
     /// Combines `a` and `b`.
     pub fn apply<T: Scalar>(self, a: T, b: T) -> T {
         match self {

@@ -1,6 +1,6 @@
 //! The comparisons `wait` and `test` apply to a signal cell.
 
-use crate::v1::Cmp;
+use crate::v1::{Cmp, NotifyOp};
 
 impl Cmp {
     /// Every comparison, in wire order.
@@ -19,6 +19,24 @@ impl Cmp {
         }
     }
 
+    /// The comparison's name, as PyPTO's `WaitCmp` writes it: `Eq`, `Ge`...
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cmp::Eq => "Eq",
+            Cmp::Ne => "Ne",
+            Cmp::Gt => "Gt",
+            Cmp::Ge => "Ge",
+            Cmp::Lt => "Lt",
+            Cmp::Le => "Le",
+            Cmp::Unspecified => "Unspecified",
+        }
+    }
+
+    /// The comparison named `name` ([`Cmp::name`]); never `Unspecified`.
+    pub fn parse(name: &str) -> Option<Cmp> {
+        Cmp::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// The operator as written in messages: `==`, `>=`, ...
     pub const fn symbol(self) -> &'static str {
         match self {
@@ -30,6 +48,25 @@ impl Cmp {
             Cmp::Le => "<=",
             Cmp::Unspecified => "?",
         }
+    }
+}
+
+impl NotifyOp {
+    /// Every notify op a caller may ask for.
+    pub const ALL: [NotifyOp; 2] = [NotifyOp::Set, NotifyOp::AtomicAdd];
+
+    /// The op's name, as PyPTO's `NotifyOp` writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            NotifyOp::Set => "Set",
+            NotifyOp::AtomicAdd => "AtomicAdd",
+            NotifyOp::Unspecified => "Unspecified",
+        }
+    }
+
+    /// The op named `name` ([`NotifyOp::name`]); never `Unspecified`.
+    pub fn parse(name: &str) -> Option<NotifyOp> {
+        NotifyOp::ALL.into_iter().find(|o| o.name() == name)
     }
 }
 

@@ -222,9 +222,140 @@ pub enum Error {
     /// The program's arguments are wrong.
     #[error("{0}")]
     Usage(String),
-    /// The rank (embedded or through its daemon) failed the op.
+    /// The rank (embedded or through its daemon) failed the op; `reason`
+    /// is the rank's (`WAIT_TIMEOUT`, `PEER_LOST`...).
     #[error("rank {rank}: {message}")]
-    Rma { rank: u32, message: String },
+    Rma {
+        rank: u32,
+        reason: String,
+        message: String,
+    },
+}
+
+/// Declares [`ErrorKind`]: one kind per device error, and one per RMA
+/// failure a program may want to handle (the others are `Rma`).
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident),* $(,)?) => {
+        /// What kind of error a device error is: each is one exception
+        /// class in Python (`pld_pypto.errors`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl ErrorKind {
+            /// Every kind.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind),*];
+
+            /// The kind's name: its exception's.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$kind => stringify!($kind),)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    /// [`Error::Races`].
+    Races,
+    /// [`Error::NotDistributed`].
+    NotDistributed,
+    /// [`Error::OutOfBounds`].
+    OutOfBounds,
+    /// [`Error::DtypeMismatch`].
+    DtypeMismatch,
+    /// [`Error::ShapeMismatch`].
+    ShapeMismatch,
+    /// [`Error::TileOverCapacity`].
+    TileOverCapacity,
+    /// [`Error::MisalignedTile`].
+    MisalignedTile,
+    /// [`Error::PipelineWithoutChunks`].
+    PipelineWithoutChunks,
+    /// [`Error::ChunkSizeAlone`].
+    ChunkSizeAlone,
+    /// [`Error::OffsetsWithoutShape`].
+    OffsetsWithoutShape,
+    /// [`Error::TooLargeForRemoteStore`].
+    TooLargeForRemoteStore,
+    /// [`Error::WindowFull`].
+    WindowFull,
+    /// [`Error::PeerOutOfRange`].
+    PeerOutOfRange,
+    /// [`Error::SignalShape`].
+    SignalShape,
+    /// [`Error::SignalInUse`].
+    SignalInUse,
+    /// [`Error::AsymmetricAlloc`].
+    AsymmetricAlloc,
+    /// [`Error::MissingAlloc`].
+    MissingAlloc,
+    /// [`Error::ViewTooLarge`].
+    ViewTooLarge,
+    /// [`Error::NotRectangular`].
+    NotRectangular,
+    /// [`Error::MisalignedRemoteStore`].
+    MisalignedRemoteStore,
+    /// [`Error::TooLarge`].
+    TooLarge,
+    /// [`Error::Usage`].
+    Usage,
+    /// A `wait` whose condition did not hold by its deadline.
+    WaitTimeout,
+    /// A barrier that some rank did not reach by its deadline.
+    BarrierTimeout,
+    /// A `quiet` whose ops did not all complete by its deadline.
+    QuietTimeout,
+    /// An op whose target did not answer by its deadline.
+    OpTimeout,
+    /// A peer whose connection broke.
+    PeerLost,
+    /// Strict checked mode refused a racing access.
+    Race,
+    /// Any other failure of the rank.
+    Rma,
+}
+
+impl Error {
+    /// The error's kind. Exhaustive: a new error is a compile error here.
+    pub fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Error::Races { .. } => K::Races,
+            Error::NotDistributed { .. } => K::NotDistributed,
+            Error::OutOfBounds { .. } => K::OutOfBounds,
+            Error::DtypeMismatch { .. } => K::DtypeMismatch,
+            Error::ShapeMismatch { .. } => K::ShapeMismatch,
+            Error::TileOverCapacity { .. } => K::TileOverCapacity,
+            Error::MisalignedTile { .. } => K::MisalignedTile,
+            Error::PipelineWithoutChunks { .. } => K::PipelineWithoutChunks,
+            Error::ChunkSizeAlone { .. } => K::ChunkSizeAlone,
+            Error::OffsetsWithoutShape { .. } => K::OffsetsWithoutShape,
+            Error::TooLargeForRemoteStore { .. } => K::TooLargeForRemoteStore,
+            Error::WindowFull { .. } => K::WindowFull,
+            Error::PeerOutOfRange { .. } => K::PeerOutOfRange,
+            Error::SignalShape { .. } => K::SignalShape,
+            Error::SignalInUse { .. } => K::SignalInUse,
+            Error::AsymmetricAlloc { .. } => K::AsymmetricAlloc,
+            Error::MissingAlloc { .. } => K::MissingAlloc,
+            Error::ViewTooLarge { .. } => K::ViewTooLarge,
+            Error::NotRectangular { .. } => K::NotRectangular,
+            Error::MisalignedRemoteStore { .. } => K::MisalignedRemoteStore,
+            Error::TooLarge { .. } => K::TooLarge,
+            Error::Usage(_) => K::Usage,
+            Error::Rma { reason, .. } => match reason.as_str() {
+                "WAIT_TIMEOUT" => K::WaitTimeout,
+                "BARRIER_TIMEOUT" => K::BarrierTimeout,
+                "QUIET_TIMEOUT" => K::QuietTimeout,
+                "OP_TIMEOUT" => K::OpTimeout,
+                "PEER_LOST" => K::PeerLost,
+                "RACE" => K::Race,
+                _ => K::Rma,
+            },
+        }
+    }
 }
 
 /// A device result.

@@ -383,6 +383,7 @@ pub async fn start_ranks_with(
     // this launch.
     let security = pld_server::tls::ClusterCa::throwaway(n).map_err(|e| Error::Rma {
         rank: 0,
+        reason: pld_proto::rma::Reason::reason(&e).into(),
         message: format!("cannot make the cluster's TLS material: {e}"),
     })?;
     let mut set = tokio::task::JoinSet::new();
@@ -407,6 +408,7 @@ pub async fn start_ranks_with(
         let (r, rank) = j.map_err(|e| Error::Usage(format!("a rank failed to start: {e}")))?;
         ranks[r as usize] = Some(rank.map_err(|e| Error::Rma {
             rank: r,
+            reason: pld_proto::rma::Reason::reason(&e).into(),
             message: format!("cannot start: {e}"),
         })?);
     }
@@ -427,6 +429,7 @@ pub async fn clear<R: Rma + 'static>(
             let rma = dev.rma();
             let err = |e: R::Error| Error::Rma {
                 rank: rma.rank(),
+                reason: pld_proto::rma::Reason::reason(&e).into(),
                 message: format!("clearing the windows: {e}"),
             };
             for (name, bytes) in &windows {
@@ -462,6 +465,7 @@ pub async fn connect(
             .await
             .map_err(|e| Error::Rma {
                 rank: i as u32,
+                reason: pld_proto::rma::Reason::reason(&e).into(),
                 message: e.to_string(),
             })?;
         if c.rank() != i as u32 || c.nranks() != args.daemons.len() as u32 {

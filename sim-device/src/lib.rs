@@ -42,7 +42,7 @@ mod tensor;
 pub use device::{
     Atomic, CommCtx, Device, Dst, Operand, PutOpts, Src, Symmetry, WindowBuffer, nranks, rank,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use half::{bf16, f16};
 pub use pld_proto::collective::Algo;
 pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, Rma};

@@ -25,6 +25,14 @@ pub enum PlanError {
     },
 }
 
+impl pld_proto::rma::Reason for PlanError {
+    fn reason(&self) -> &str {
+        match self {
+            PlanError::NoWindow { .. } => "NO_SUCH_WINDOW",
+        }
+    }
+}
+
 /// One rank's planner: records what its kernel would send.
 #[derive(Debug)]
 pub struct Planner {

@@ -27,7 +27,8 @@ pub enum CallKind {
 }
 
 impl CallKind {
-    const ALL: [CallKind; 5] = [
+    /// Every collective.
+    pub const ALL: [CallKind; 5] = [
         CallKind::AllReduce,
         CallKind::Broadcast,
         CallKind::AllGather,
@@ -35,7 +36,8 @@ impl CallKind {
         CallKind::AllToAll,
     ];
 
-    fn name(self) -> &'static str {
+    /// The collective's name, as pld-pypto and messages write it.
+    pub const fn name(self) -> &'static str {
         match self {
             CallKind::AllReduce => "allreduce",
             CallKind::Broadcast => "broadcast",
@@ -43,6 +45,11 @@ impl CallKind {
             CallKind::ReduceScatter => "reduce_scatter",
             CallKind::AllToAll => "all_to_all",
         }
+    }
+
+    /// The collective named `name` ([`CallKind::name`]).
+    pub fn parse(name: &str) -> Option<CallKind> {
+        CallKind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 

@@ -26,13 +26,20 @@ pub enum Algo {
 }
 
 impl Algo {
+    /// Every algorithm.
+    pub const ALL: [Algo; 2] = [Algo::Mesh, Algo::Ring];
+
+    /// The algorithm's name: `mesh` or `ring`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algo::Mesh => "mesh",
+            Algo::Ring => "ring",
+        }
+    }
+
     /// The algorithm named `mesh` or `ring`.
     pub fn parse(s: &str) -> Option<Algo> {
-        match s {
-            "mesh" => Some(Algo::Mesh),
-            "ring" => Some(Algo::Ring),
-            _ => None,
-        }
+        Algo::ALL.into_iter().find(|a| a.name() == s)
     }
 }
 
@@ -68,6 +75,16 @@ pub enum Error<E: std::error::Error + 'static> {
         needed: u64,
         have: u64,
     },
+}
+
+impl<E: std::error::Error + crate::rma::Reason + 'static> crate::rma::Reason for Error<E> {
+    fn reason(&self) -> &str {
+        match self {
+            Error::Rma(e) => e.reason(),
+            Error::Invalid { .. } => "INVALID_ARGUMENT",
+            Error::ScratchTooSmall { .. } => "SCRATCH_TOO_SMALL",
+        }
+    }
 }
 
 type Res<T, R> = Result<T, Error<<R as Rma>::Error>>;

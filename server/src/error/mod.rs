@@ -5,7 +5,9 @@ use pld_proto::handshake::Mismatch;
 use pld_proto::{Cmp, Dtype, ErrorCode, OpKind};
 use std::time::Duration;
 
+mod detail;
 mod setup;
+pub use detail::Meta;
 pub use setup::{ConfigError, TlsError};
 
 /// Why an access to a window was refused. Produced by the same checks on the

@@ -5,42 +5,46 @@
 use half::f16;
 use pld_sim::Tile;
 
-/// Runs `$body` with `$T` bound to the element type `$dt` names, or
-/// returns a Python `ValueError` for a dtype pld does not have.
+/// Runs `$body` with `$T` bound to the element type of `$dt` (a
+/// `pld_proto::Dtype`), or returns a Python `ValueError` for a dtype the
+/// device does not move. The match is exhaustive: a new dtype is a compile
+/// error here.
 macro_rules! by_dtype {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            "fp32" => {
+            pld_proto::Dtype::Fp32 => {
                 type $T = f32;
                 $body
             }
-            "fp16" => {
+            pld_proto::Dtype::Fp16 => {
                 type $T = half::f16;
                 $body
             }
-            "fp64" => {
+            pld_proto::Dtype::Fp64 => {
                 type $T = f64;
                 $body
             }
-            "int32" => {
+            pld_proto::Dtype::Int32 => {
                 type $T = i32;
                 $body
             }
-            "int16" => {
+            pld_proto::Dtype::Int16 => {
                 type $T = i16;
                 $body
             }
-            "int8" => {
+            pld_proto::Dtype::Int8 => {
                 type $T = i8;
                 $body
             }
-            "int64" => {
+            pld_proto::Dtype::Int64 => {
                 type $T = i64;
                 $body
             }
-            other => Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "dtype {other} is not one pld-pypto moves: fp32, fp16, fp64, int8, int16, int32, int64"
-            ))),
+            other @ (pld_proto::Dtype::Bf16 | pld_proto::Dtype::Unspecified) => {
+                Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "dtype {other} is not one pld-pypto moves: fp32, fp16, fp64, int8, int16, int32, int64"
+                )))
+            }
         }
     };
 }

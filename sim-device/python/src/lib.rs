@@ -9,8 +9,10 @@
 //! releases the GIL so that the ranks' kernels run concurrently in Python
 //! threads. A failed rank cancels the others' pending calls at once.
 
+mod convert;
 mod driver;
 mod dtype;
+mod errors;
 mod rank;
 
 use pld_client::Client;
@@ -144,7 +146,7 @@ impl Cluster {
                     }
                 })
             })
-            .map_err(py_err)?;
+            .map_err(errors::device_err)?;
         let (cancel, _) = watch::channel(None);
         let mut ranks = Vec::new();
         for dev in devs {
@@ -174,7 +176,7 @@ impl Cluster {
     fn check_symmetric(&self) -> PyResult<()> {
         self.symmetry
             .check_complete(self.ranks.len() as u32)
-            .map_err(py_err)
+            .map_err(errors::device_err)
     }
 
     /// `--checked`: every race the embedded ranks reported, each once,
@@ -203,7 +205,7 @@ impl Cluster {
 /// Refuses a device id listed twice (the launcher's rule).
 #[pyfunction]
 fn check_devices(ids: Vec<u32>) -> PyResult<()> {
-    launch::check_devices(&ids).map_err(py_err)
+    launch::check_devices(&ids).map_err(errors::device_err)
 }
 
 /// The window buffers a rank allocated, by index.
@@ -214,6 +216,7 @@ pub(crate) type Buffers = Mutex<Vec<WindowBuffer>>;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PldError", m.py().get_type::<PldError>())?;
+    errors::register(m)?;
     m.add_class::<Cluster>()?;
     m.add_function(wrap_pyfunction!(check_devices, m)?)?;
     m.add_class::<rank::PyRank>()?;

@@ -3,11 +3,14 @@
 //! data as bytes; tiles as [`NativeTile`], which own their share of
 //! on-chip memory until Python drops them.
 
+use crate::convert::{PyAlgo, PyCmp, PyCollective, PyDtype, PyNotifyOp, PyReduceOp};
 use crate::dtype::{AnyTile, Tiled, by_dtype};
+use crate::errors::device_err;
 use crate::{Buffers, Dev, on_dev, py_err};
+use pld_proto::collective::CallKind;
 use pld_proto::dtype::from_bytes;
-use pld_proto::{Cmp, Element, NotifyOp, ReduceOp, Rma, Scalar};
-use pld_sim::{Algo, Atomic, Device, DistributedTensor, PutOpts, Tensor};
+use pld_proto::{Element, Rma, Scalar};
+use pld_sim::{Atomic, Device, DistributedTensor, PutOpts, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::future::Future;
@@ -15,7 +18,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 /// A view: `(buffer index, dims, dtype)`.
-type View = (usize, Vec<u64>, String);
+type View = (usize, Vec<u64>, PyDtype);
 
 /// A tile on a rank's simulated chip.
 #[pyclass(module = "pld_pypto._native")]
@@ -87,16 +90,18 @@ impl PyRank {
         py.detach(|| {
             let op = async move {
                 tokio::select! {
-                    r = fut => r.map_err(|e| e.to_string()),
-                    c = cancel.wait_for(|c| c.is_some()) => Err(match c {
+                    r = fut => r.map_err(Ok),
+                    c = cancel.wait_for(|c| c.is_some()) => Err(Err(match c {
                         Ok(reason) => format!("cancelled: {}", reason.clone().unwrap_or_default()),
                         Err(_) => "cancelled: the run ended".to_string(),
-                    }),
+                    })),
                 }
             };
             self.rt.block_on(op)
         })
-        .map_err(py_err)
+        // The device's error as its kind's exception; a cancelled call as
+        // the base class (its cause is another rank's error).
+        .map_err(|e| e.map_or_else(py_err, device_err))
     }
 }
 
@@ -122,15 +127,8 @@ fn signal<R: Rma>(
     call: &'static str,
     v: &View,
 ) -> pld_sim::Result<DistributedTensor<i32>> {
-    if v.2 != "int32" {
-        let found = match v.2.as_str() {
-            "fp32" => pld_sim::Dtype::Fp32,
-            "fp16" => pld_sim::Dtype::Fp16,
-            "fp64" => pld_sim::Dtype::Fp64,
-            "int16" => pld_sim::Dtype::Int16,
-            "int8" => pld_sim::Dtype::Int8,
-            _ => pld_sim::Dtype::Int64,
-        };
+    if v.2.0 != pld_sim::Dtype::Int32 {
+        let found = v.2.0;
         let name = bufs
             .lock()
             .ok()
@@ -157,16 +155,6 @@ fn tile_of<T: Tiled>(t: &NativeTile) -> PyResult<&pld_sim::Tile<T>> {
     })
 }
 
-fn reduce_op(op: &str) -> PyResult<ReduceOp> {
-    Ok(match op {
-        "Sum" => ReduceOp::Sum,
-        "Max" => ReduceOp::Max,
-        "Min" => ReduceOp::Min,
-        "Prod" => ReduceOp::Prod,
-        o => return Err(py_err(format!("ReduceOp {o} is not Sum, Max, Min or Prod"))),
-    })
-}
-
 fn atomic(add: bool) -> Atomic {
     if add { Atomic::Add } else { Atomic::None }
 }
@@ -185,7 +173,8 @@ impl PyRank {
     /// `pld.alloc_window_buffer`: `nbytes` at the same offset on every
     /// rank (checked); returns its index.
     fn alloc_window_buffer(&self, name: &str, nbytes: u64) -> PyResult<usize> {
-        let buf = on_dev!(self.dev()?, d => d.alloc_window_buffer(name, nbytes)).map_err(py_err)?;
+        let buf =
+            on_dev!(self.dev()?, d => d.alloc_window_buffer(name, nbytes)).map_err(device_err)?;
         let mut bufs = self.bufs.lock().map_err(|_| py_err("poisoned"))?;
         bufs.push(buf);
         Ok(bufs.len() - 1)
@@ -194,8 +183,8 @@ impl PyRank {
     /// Checks a view of a buffer (`pld.window`): the view must fit.
     fn check_view(&self, v: View) -> PyResult<[u64; 2]> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
-            on_dev!(dev, d => view::<T, _>(d, &self.bufs, &v)).map(|dt| dt.shape()).map_err(py_err)
+        by_dtype!(v.2.0, T => {
+            on_dev!(dev, d => view::<T, _>(d, &self.bufs, &v)).map(|dt| dt.shape()).map_err(device_err)
         })
     }
 
@@ -205,11 +194,11 @@ impl PyRank {
         data: &[u8],
         shape: [u64; 2],
         valid: [u64; 2],
-        dtype: &str,
+        dtype: PyDtype,
     ) -> PyResult<NativeTile> {
         let dev = self.dev()?;
-        by_dtype!(dtype, T => {
-            let t = on_dev!(dev, d => d.tile_from::<T>(shape, valid, from_bytes(data))).map_err(py_err)?;
+        by_dtype!(dtype.0, T => {
+            let t = on_dev!(dev, d => d.tile_from::<T>(shape, valid, from_bytes(data))).map_err(device_err)?;
             Ok(NativeTile { tile: T::wrap(t) })
         })
     }
@@ -225,7 +214,7 @@ impl PyRank {
         shape: Vec<u64>,
     ) -> PyResult<NativeTile> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             let t = on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
                 d.load_nd(&dt, &v.1, &offsets, &shape).await
@@ -243,7 +232,7 @@ impl PyRank {
         shape: [u64; 2],
     ) -> PyResult<NativeTile> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             let t = on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
                 d.load(&dt, offsets, shape).await
@@ -255,7 +244,7 @@ impl PyRank {
     /// `pl.store` of a tile into this rank's window view.
     fn store(&self, py: Python<'_>, tile: &NativeTile, offsets: [u64; 2], v: View) -> PyResult<()> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             let t = tile_of::<T>(tile)?;
             on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
@@ -276,7 +265,7 @@ impl PyRank {
         valid_shape: Option<[u64; 2]>,
     ) -> PyResult<NativeTile> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             let t = on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("remote_load", peer)?;
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
@@ -297,7 +286,7 @@ impl PyRank {
         add: bool,
     ) -> PyResult<()> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             let t = tile_of::<T>(tile)?;
             on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("remote_store", peer)?;
@@ -320,8 +309,8 @@ impl PyRank {
         add: bool,
     ) -> PyResult<()> {
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
-            let src = Tensor::<T>::new("src", shape, from_bytes(data)).map_err(py_err)?;
+        by_dtype!(v.2.0, T => {
+            let src = Tensor::<T>::new("src", shape, from_bytes(data)).map_err(device_err)?;
             on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("tensor.remote_store", peer)?;
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
@@ -352,7 +341,7 @@ impl PyRank {
     ) -> PyResult<()> {
         let dev = self.dev()?;
         let opts = put_opts(region, add, chunk_rows, chunk_cols, pipeline);
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("put", peer)?;
                 let dst = view::<T, _>(d, &self.bufs, &v)?;
@@ -386,7 +375,7 @@ impl PyRank {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let dev = self.dev()?;
         let opts = put_opts(region, false, chunk_rows, chunk_cols, pipeline);
-        let out: Vec<u8> = by_dtype!(v.2.as_str(), T => {
+        let out: Vec<u8> = by_dtype!(v.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("get", peer)?;
                 let src = view::<T, _>(d, &self.bufs, &v)?;
@@ -410,7 +399,7 @@ impl PyRank {
     /// This rank's whole view, as bytes.
     fn read<'py>(&self, py: Python<'py>, v: View) -> PyResult<Bound<'py, PyBytes>> {
         let dev = self.dev()?;
-        let out: Vec<u8> = by_dtype!(v.2.as_str(), T => {
+        let out: Vec<u8> = by_dtype!(v.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
                 let [rows, cols] = dt.shape();
@@ -431,15 +420,11 @@ impl PyRank {
         peer: i64,
         at: [u64; 2],
         value: i32,
-        op: &str,
+        op: PyNotifyOp,
     ) -> PyResult<()> {
-        let op = match op {
-            "Set" => NotifyOp::Set,
-            "AtomicAdd" => NotifyOp::AtomicAdd,
-            o => return Err(py_err(format!("NotifyOp {o} is not Set or AtomicAdd"))),
-        };
+        let op = op.0;
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let peer = d.peer("notify", peer)?;
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
@@ -455,11 +440,11 @@ impl PyRank {
         v: View,
         at: [u64; 2],
         expected: i32,
-        cmp: &str,
+        cmp: PyCmp,
     ) -> PyResult<i32> {
-        let cmp = cmp_of(cmp)?;
+        let cmp = cmp.0;
         let dev = self.dev()?;
-        by_dtype!(v.2.as_str(), T => {
+        by_dtype!(v.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, &self.bufs, &v)?;
                 d.wait(&dt, at, expected, cmp).await
@@ -468,12 +453,12 @@ impl PyRank {
     }
 
     /// `pld.system.defer_wait`.
-    fn defer_wait(&self, v: View, at: [u64; 2], expected: i32, cmp: &str) -> PyResult<()> {
-        let cmp = cmp_of(cmp)?;
+    fn defer_wait(&self, v: View, at: [u64; 2], expected: i32, cmp: PyCmp) -> PyResult<()> {
+        let cmp = cmp.0;
         let dev = self.dev()?;
         on_dev!(dev, d => {
-            let dt = signal(d, &self.bufs, "defer_wait", &v).map_err(py_err)?;
-            d.defer_wait(&dt, at, expected, cmp).map_err(py_err)
+            let dt = signal(d, &self.bufs, "defer_wait", &v).map_err(device_err)?;
+            d.defer_wait(&dt, at, expected, cmp).map_err(device_err)
         })
     }
 
@@ -493,27 +478,24 @@ impl PyRank {
     /// A collective: `name` is allreduce, broadcast, reduce_scatter,
     /// allgather or all_to_all; `src` is a view or local data for the
     /// push-based ones.
-    #[pyo3(signature = (name, target, signal, op="Sum", mode="mesh", root=0, src_view=None, data=None, shape=None))]
+    #[pyo3(signature = (name, target, signal, op=PyReduceOp(pld_proto::ReduceOp::Sum), mode=PyAlgo(pld_sim::Algo::Mesh), root=0, src_view=None, data=None, shape=None))]
     #[allow(clippy::too_many_arguments)]
     fn collective(
         &self,
         py: Python<'_>,
-        name: &str,
+        name: PyCollective,
         target: View,
         signal: View,
-        op: &str,
-        mode: &str,
+        op: PyReduceOp,
+        mode: PyAlgo,
         root: i64,
         src_view: Option<View>,
         data: Option<Vec<u8>>,
         shape: Option<[u64; 2]>,
     ) -> PyResult<()> {
-        let op = reduce_op(op)?;
-        let algo = Algo::parse(mode)
-            .ok_or_else(|| py_err(format!("mode {mode:?} is not \"mesh\" or \"ring\"")))?;
+        let (name, op, algo) = (name.0, op.0, mode.0);
         let dev = self.dev()?;
-        let name = name.to_string();
-        by_dtype!(target.2.as_str(), T => {
+        by_dtype!(target.2.0, T => {
             on_dev!(dev, d => self.run(py, async {
                 let t = view::<T, _>(d, &self.bufs, &target)?;
                 let s = self::signal(d, &self.bufs, "collective", &signal)?;
@@ -522,15 +504,17 @@ impl PyRank {
                     (None, Some(b)) => Some(Ok(Tensor::<T>::new("input", shape.unwrap_or([1, (b.len() / T::DTYPE.size()) as u64]), from_bytes(b))?)),
                     _ => None,
                 };
-                match (name.as_str(), &local) {
-                    ("allreduce", _) => d.allreduce(&t, &s, op, algo).await,
-                    ("broadcast", _) => d.broadcast(&t, &s, d.peer("broadcast", root)?).await,
-                    ("reduce_scatter", _) => d.reduce_scatter(&t, &s, op).await,
-                    ("allgather", Some(Ok(x))) => d.allgather(x, &t, &s).await,
-                    ("allgather", Some(Err(v))) => d.allgather(v, &t, &s).await,
-                    ("all_to_all", Some(Ok(x))) => d.all_to_all(x, &t, &s).await,
-                    ("all_to_all", Some(Err(v))) => d.all_to_all(v, &t, &s).await,
-                    (n, _) => Err(pld_sim::Error::Usage(format!("{n}: not a collective, or its input is missing"))),
+                match (name, &local) {
+                    (CallKind::AllReduce, _) => d.allreduce(&t, &s, op, algo).await,
+                    (CallKind::Broadcast, _) => d.broadcast(&t, &s, d.peer("broadcast", root)?).await,
+                    (CallKind::ReduceScatter, _) => d.reduce_scatter(&t, &s, op).await,
+                    (CallKind::AllGather, Some(Ok(x))) => d.allgather(x, &t, &s).await,
+                    (CallKind::AllGather, Some(Err(v))) => d.allgather(v, &t, &s).await,
+                    (CallKind::AllToAll, Some(Ok(x))) => d.all_to_all(x, &t, &s).await,
+                    (CallKind::AllToAll, Some(Err(v))) => d.all_to_all(v, &t, &s).await,
+                    (k @ (CallKind::AllGather | CallKind::AllToAll), None) => Err(pld_sim::Error::Usage(format!(
+                        "{}: its input is missing: pass src_view or data", k.name()
+                    ))),
                 }
             }))
         })
@@ -540,22 +524,6 @@ impl PyRank {
     fn quiet(&self, py: Python<'_>) -> PyResult<()> {
         on_dev!(self.dev()?, d => self.run(py, d.quiet()))
     }
-}
-
-fn cmp_of(cmp: &str) -> PyResult<Cmp> {
-    Ok(match cmp {
-        "Eq" => Cmp::Eq,
-        "Ne" => Cmp::Ne,
-        "Gt" => Cmp::Gt,
-        "Ge" => Cmp::Ge,
-        "Lt" => Cmp::Lt,
-        "Le" => Cmp::Le,
-        o => {
-            return Err(py_err(format!(
-                "WaitCmp {o} is not Eq, Ne, Gt, Ge, Lt or Le"
-            )));
-        }
-    })
 }
 
 /// `(dst_offsets, src_offsets, shape)` of a put or get.

@@ -129,6 +129,7 @@ impl<R: Rma> Device<R> {
             .await
             .map_err(|e| Error::Rma {
                 rank: me,
+                reason: pld_proto::rma::Reason::reason(&e).into(),
                 message: format!(
                     "{call} on signal '{}', {step}: rank {from} never arrived at cell [{}, {}]: {e}",
                     signal.name(),

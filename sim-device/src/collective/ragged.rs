@@ -13,6 +13,7 @@ impl<R: Rma> Device<R> {
         let dt = self.scratch::<T>(elems)?;
         let window = self.rma().window(dt.window()).map_err(|e| Error::Rma {
             rank: self.rank(),
+            reason: pld_proto::rma::Reason::reason(&e).into(),
             message: e.to_string(),
         })?;
         Ok(Scratch {
@@ -27,6 +28,7 @@ impl<R: Rma> Device<R> {
             coll::Error::Invalid { .. } => Error::Usage(e.to_string()),
             e => Error::Rma {
                 rank: self.rank(),
+                reason: pld_proto::rma::Reason::reason(&e).into(),
                 message: e.to_string(),
             },
         }

@@ -273,6 +273,7 @@ impl<R: Rma> Device<R> {
     pub(crate) fn rma_err(&self) -> impl Fn(R::Error) -> Error + '_ {
         move |e| Error::Rma {
             rank: self.rma.rank(),
+            reason: pld_proto::rma::Reason::reason(&e).into(),
             message: e.to_string(),
         }
     }

@@ -118,6 +118,7 @@ impl<R: Rma> Device<R> {
             .await
             .map_err(|e| Error::Rma {
                 rank: self.rank(),
+                reason: pld_proto::rma::Reason::reason(&e).into(),
                 message: format!("wait on '{}'[{}, {}]: {e}", signal.name, at[0], at[1]),
             })
     }
@@ -181,6 +182,7 @@ impl<R: Rma> Device<R> {
                 .await
                 .map_err(|e| Error::Rma {
                     rank: self.rank(),
+                    reason: pld_proto::rma::Reason::reason(&e).into(),
                     message: format!(
                         "defer_wait on '{}'[{}, {}] >= {} never held: {e}",
                         d.signal, d.at[0], d.at[1], d.expected
