@@ -35,7 +35,7 @@ echo "== building static binaries" >&2
 triple=x86_64-unknown-linux-gnu
 target="${CARGO_TARGET_DIR:-target}"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$triple" \
-    -p pld-server --bin pld-daemon -p pld-sim --example 05_remote_load_store >&2
+    -p pld-daemon --bin pld-daemon -p pld-sim --example 05_remote_load_store >&2
 ctx="$(mktemp -d)"
 certs="$(mktemp -d)"
 trap 'rm -rf "$ctx" "$certs"; "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true' EXIT

@@ -3,8 +3,8 @@
 //! one, `ops.rs` has the ops, `stream.rs` the streamed transfers.
 
 use crate::error::{Error, Result};
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::InfoResponse;
-use pld_proto::v1::pld_client::PldClient;
 use std::future::Future;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::Channel;

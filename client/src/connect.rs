@@ -3,7 +3,7 @@
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{self as pb, InfoResponse};
 use std::time::{Duration, Instant};
 use tonic::Code;

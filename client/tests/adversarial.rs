@@ -11,7 +11,7 @@
 mod common;
 
 use pld_client::{Client, ClientOptions};
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{
     Algo, AllGatherRequest, AllReduceRequest, BatchOp, BatchRequest, BroadcastRequest, Dtype,
     GetRequest, PutRequest, ReduceOp, batch_op::Op,

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use pld_client::{
     Chunking, Client, ClientOptions, Cmp, Code, Dtype, Layout, NotifyOp, Rma, Shape, Transfer,
 };
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_tests::{Cluster, GrpcCluster, both, pattern, run};
 use std::time::Duration;
 use tokio::task::JoinSet;

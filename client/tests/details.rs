@@ -123,7 +123,7 @@ fn limits_and_credentials_carry_theirs() {
         assert_eq!(e.reason(), Some("UNAUTHENTICATED"));
         // Over the message limit (a raw call: the client itself streams).
         use tonic_types::StatusExt;
-        let mut raw = pld_proto::v1::pld_client::PldClient::new(
+        let mut raw = pld_grpc::pld_client::PldClient::new(
             tonic::transport::Channel::from_shared(format!("http://{}", c.grpc[0]))
                 .unwrap()
                 .connect()

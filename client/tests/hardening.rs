@@ -8,7 +8,7 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, ClientOptions};
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{BarrierRequest, Cmp as PbCmp, GetStreamRequest, WaitRequest};
 use pld_server::TransportKind;
 use pld_tests::{Daemon, GrpcCluster, loopback_peers, run};

@@ -1,13 +1,14 @@
 //! Every `Pld` method is counted: `/metrics` and `Stats` report each call
 //! of each of the service's methods, whatever its outcome. The methods are
-//! read off the service (`pld_proto::v1::Method`), so a new rpc is in this
+//! read off the service (`pld_grpc::Method`), so a new rpc is in this
 //! test as soon as it is in `pld.proto`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use pld_proto::v1::{self as pb, Method};
+use pld_grpc::Method;
+use pld_proto::v1 as pb;
 use pld_tests::both;
 use std::collections::BTreeMap;
 use tonic::Code;
@@ -15,7 +16,7 @@ use tonic::Code;
 /// Calls `method` once on the daemon behind `c` and returns its code; a
 /// request the daemon refuses is a call all the same.
 async fn call(
-    c: &mut pb::pld_client::PldClient<tonic::transport::Channel>,
+    c: &mut pld_grpc::pld_client::PldClient<tonic::transport::Channel>,
     method: Method,
 ) -> Code {
     fn code<T>(r: Result<T, tonic::Status>) -> Code {

@@ -125,7 +125,7 @@ both!(
         // The calls that cannot finish end with the reason, after the grace.
         assert_shutdown(&wait.await.unwrap().unwrap_err(), "the wait");
         let waited = t0.elapsed();
-        assert!(waited >= pld_server::grpc::DRAIN_GRACE, "{waited:?}");
+        assert!(waited >= pld_daemon::grpc::DRAIN_GRACE, "{waited:?}");
         assert_shutdown(&stream.await.unwrap().unwrap_err(), "the stalled PutStream");
         drop(tx);
         // The traffic stops with an error that says the daemon is gone or

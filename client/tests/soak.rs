@@ -9,8 +9,8 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_client::{Client, ClientOptions, Dtype, NotifyOp};
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::GetStreamRequest;
-use pld_proto::v1::pld_client::PldClient;
 use pld_server::TransportKind;
 use pld_tests::{GrpcCluster, run};
 use std::sync::Arc;

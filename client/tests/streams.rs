@@ -9,7 +9,7 @@
 mod common;
 
 use pld_client::Client;
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{GetStreamRequest, PutStreamHeader, PutStreamRequest};
 use pld_server::TransportKind;
 use pld_tests::{GrpcCluster, pattern, run};

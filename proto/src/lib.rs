@@ -52,7 +52,6 @@ pub mod units;
 )]
 pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/pld.v1.rs"));
-    include!(concat!(env!("OUT_DIR"), "/pld_methods.rs"));
 }
 
 /// Re-exported for [`impl_rma!`], whose expansions name `Bytes`.
@@ -68,8 +67,3 @@ pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
 /// The peer-plane protocol version; ranks that speak different versions refuse
 /// each other at the handshake.
 pub const PROTOCOL_VERSION: u32 = 1;
-
-/// The encoded `FileDescriptorSet` of every `pld.v1` file, for gRPC server
-/// reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/pld_descriptor.bin"));

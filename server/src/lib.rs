@@ -1,6 +1,7 @@
-//! The pld rank: window memory and dtype atomics, the QUIC and TCP peer
-//! plane, [`Rank`], the in-process handle that `pld-daemon` wraps, and the
-//! daemon's gRPC client plane ([`grpc`]) and Prometheus metrics ([`metrics`]).
+//! The pld rank engine: window memory and dtype atomics, the QUIC and TCP
+//! peer plane, and [`Rank`], the in-process handle that programs embed and
+//! that `pld-daemon` (crate `pld-daemon`, with the gRPC client plane and
+//! metrics) wraps. No gRPC stack is linked here.
 //!
 //! ```no_run
 //! # async fn demo() -> pld_server::Result<()> {
@@ -20,11 +21,9 @@ pub mod checked;
 pub mod config;
 mod deadline;
 pub mod error;
-pub mod grpc;
-pub mod metrics;
 mod peer;
 mod rank;
-mod ratelog;
+pub mod ratelog;
 pub mod stats;
 pub mod tls;
 pub mod transport;

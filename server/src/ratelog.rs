@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 /// One kind of log line, rate-limited. Clones share the limit.
 #[derive(Debug, Clone)]
-pub(crate) struct RateLimited(Arc<Mutex<State>>);
+pub struct RateLimited(Arc<Mutex<State>>);
 
 /// Log lines rate-limited per reason: each distinct reason (a different
 /// TLS failure, a different refusal) once per interval. At most `KEYS`
 /// reasons are remembered; a new one past that evicts the oldest.
 #[derive(Debug, Clone)]
-pub(crate) struct RateLimitedBy {
+pub struct RateLimitedBy {
     every: Duration,
     keys: Arc<Mutex<Vec<(String, RateLimited)>>>,
 }

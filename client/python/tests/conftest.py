@@ -25,7 +25,7 @@ def daemon_bin() -> str:
         p = target / profile / "pld-daemon"
         if p.exists():
             return str(p)
-    pytest.fail("no pld-daemon binary: run `cargo build -p pld-server` or set PLD_DAEMON_BIN")
+    pytest.fail("no pld-daemon binary: run `cargo build -p pld-daemon` or set PLD_DAEMON_BIN")
 
 
 def free_ports(n: int) -> list:

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Each test crate uses some of these.
 #![allow(dead_code)]
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use tonic::transport::Channel;
 
 /// A raw tonic client of the daemon at `addr`, with room for large messages.

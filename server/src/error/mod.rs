@@ -262,7 +262,8 @@ pub(crate) fn unreachable_note(unreachable: &[(u32, String)]) -> String {
 }
 
 impl Error {
-    pub(crate) fn io(context: impl Into<String>, error: std::io::Error) -> Self {
+    /// An I/O failure, saying what was being done (`context`).
+    pub fn io(context: impl Into<String>, error: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
             error,
@@ -288,7 +289,7 @@ impl From<TlsError> for Error {
 /// `text` cut to at most `max` bytes (at a character boundary), saying how
 /// long it was: errors that echo what a user sent (a window name, a
 /// message built from one) stay bounded however much was sent.
-pub(crate) fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if text.len() <= max {
         return text.into();
     }

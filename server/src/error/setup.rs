@@ -74,10 +74,10 @@ pub enum ConfigError {
     /// QUIC was started outside a tokio runtime.
     #[error("QUIC needs a tokio runtime; start the rank inside one")]
     NoRuntime,
-    /// The gRPC reflection service could not be built.
+    /// The daemon's gRPC reflection service could not be built.
     #[error("gRPC reflection: {error}")]
     Reflection {
-        error: tonic_reflection::server::Error,
+        error: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The task that connected to a peer died (panicked or was cancelled).
     #[error("connecting to a peer failed: {error}")]

@@ -199,7 +199,7 @@ pub(crate) fn server_config(rank: u32, security: &Security) -> Result<rustls::Se
 
 /// The server side of the gRPC client plane (`--grpc-tls`): a certificate
 /// chain and key in PEM, TLS 1.2 or 1.3, ALPN `h2`, no client certificate.
-pub(crate) fn grpc_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig> {
+pub fn grpc_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig> {
     let pem = |what: &'static str| {
         move |error: rustls::pki_types::pem::Error| TlsError::Pem { what, error }
     };

@@ -40,7 +40,7 @@ def daemon_bin():
         return env
     p = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "debug" / "pld-daemon"
     if not p.exists():
-        pytest.fail("no pld-daemon binary: run `cargo build -p pld-server` or set PLD_DAEMON_BIN")
+        pytest.fail("no pld-daemon binary: run `cargo build -p pld-daemon` or set PLD_DAEMON_BIN")
     return str(p)
 
 

@@ -7,8 +7,8 @@
 //! framework in the daemon.
 
 use crate::grpc::GrpcMetrics;
-use crate::rank::Rank;
-use crate::stats::{HistogramSnapshot, LATENCY_BUCKETS_US};
+use pld_server::Rank;
+use pld_server::stats::{HistogramSnapshot, LATENCY_BUCKETS_US};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -187,11 +187,11 @@ fn help(name: &str) -> &'static str {
 }
 
 /// The QUIC path to each peer, as quinn sees it.
-fn quic_paths(out: &mut String, r: u32, paths: &[crate::QuicPath]) {
+fn quic_paths(out: &mut String, r: u32, paths: &[pld_server::QuicPath]) {
     if paths.is_empty() {
         return;
     }
-    let series = |f: &dyn Fn(&crate::QuicPath) -> u64| -> Vec<(String, u64)> {
+    let series = |f: &dyn Fn(&pld_server::QuicPath) -> u64| -> Vec<(String, u64)> {
         paths
             .iter()
             .map(|p| (format!("rank=\"{r}\",peer=\"{}\"", p.peer), f(p)))
@@ -261,13 +261,13 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &HistogramSnapshot) 
 pub async fn serve(
     addr: SocketAddr,
     sources: Arc<Sources>,
-) -> crate::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+) -> pld_server::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| crate::Error::io(format!("cannot bind the metrics port {addr}"), e))?;
+        .map_err(|e| pld_server::Error::io(format!("cannot bind the metrics port {addr}"), e))?;
     let local = listener
         .local_addr()
-        .map_err(|e| crate::Error::io("metrics local address", e))?;
+        .map_err(|e| pld_server::Error::io("metrics local address", e))?;
     let task = tokio::spawn(async move {
         loop {
             let Ok((conn, _)) = listener.accept().await else {

@@ -1,8 +1,8 @@
 //! Errors of the client plane and the one place where every error becomes a
 //! gRPC status.
 
-use crate::error::{AccessError, Error as RankError};
 use pld_proto::ErrorCode;
+use pld_server::error::{AccessError, Error as RankError};
 use tonic::codegen::http;
 use tonic::{Code, Status};
 
@@ -210,7 +210,7 @@ impl From<Error> for Status {
     fn from(e: Error) -> Status {
         use tonic_types::StatusExt;
         let message = e.to_string();
-        let message = crate::error::clip(&message, MAX_MESSAGE);
+        let message = pld_server::error::clip(&message, MAX_MESSAGE);
         Status::with_error_details(e.code(), message, super::details::details(&e))
     }
 }

@@ -1,7 +1,7 @@
 //! Request counters and latency histograms of the client plane.
 
-use crate::stats::{Histogram, HistogramSnapshot};
-use pld_proto::v1::Method;
+use pld_grpc::Method;
+use pld_server::stats::{Histogram, HistogramSnapshot};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 

@@ -3,10 +3,10 @@
 //! the unary service, the streams and the collectives.
 
 use super::Error;
-use crate::rank::{Rank, WindowId};
 use pld_proto::region::Chunking;
 use pld_proto::v1::Region;
 use pld_proto::{Cmp, Dtype, NotifyOp};
+use pld_server::{Rank, WindowId};
 use std::time::Duration;
 use tonic::metadata::MetadataMap;
 

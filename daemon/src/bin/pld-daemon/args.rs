@@ -2,8 +2,8 @@
 
 use anyhow::Context;
 use clap::Args;
+use pld_daemon::grpc::{self, GrpcOptions};
 use pld_server::config::{parse_duration, parse_size};
-use pld_server::grpc::{self, GrpcOptions};
 use pld_server::{Config, Progress, TransportKind, WindowConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -25,10 +25,10 @@ pub use drain::GRACE as DRAIN_GRACE;
 pub use error::Error;
 pub use metrics::GrpcMetrics;
 
-use crate::config::Config;
-use crate::error::ConfigError;
-use crate::rank::Rank;
-use pld_proto::v1::pld_server::PldServer;
+use pld_grpc::pld_server::PldServer;
+use pld_server::Rank;
+use pld_server::config::Config;
+use pld_server::error::ConfigError;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -116,25 +116,29 @@ impl std::fmt::Debug for GrpcTls {
 
 impl GrpcTls {
     /// A certificate chain and a key from PEM files of the operator's.
-    pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> crate::Result<GrpcTls> {
+    pub fn from_files(
+        cert: &std::path::Path,
+        key: &std::path::Path,
+    ) -> pld_server::Result<GrpcTls> {
         let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| crate::Error::io(format!("reading {}", p.display()), e))
+            std::fs::read(p)
+                .map_err(|e| pld_server::Error::io(format!("reading {}", p.display()), e))
         };
         let tls = GrpcTls {
             cert_pem: read(cert)?,
             key_pem: read(key)?,
         };
         // Refuse bad material at start, not at the first client.
-        crate::tls::grpc_server_config(&tls.cert_pem, &tls.key_pem)?;
+        pld_server::tls::grpc_server_config(&tls.cert_pem, &tls.key_pem)?;
         Ok(tls)
     }
 
     /// `grpc.pem` and `grpc.key` of a directory made by `pld-daemon certs`.
-    pub fn from_dir(dir: &std::path::Path) -> crate::Result<GrpcTls> {
+    pub fn from_dir(dir: &std::path::Path) -> pld_server::Result<GrpcTls> {
         let read = |name: &str| {
             let p = dir.join(name);
             std::fs::read(&p).map_err(|e| {
-                crate::Error::io(
+                pld_server::Error::io(
                     format!(
                         "reading {} (pld-daemon certs --grpc-names makes it)",
                         p.display()
@@ -166,7 +170,7 @@ impl GrpcOptions {
         }
     }
 
-    fn validate(&self) -> Result<(), crate::Error> {
+    fn validate(&self) -> Result<(), pld_server::Error> {
         if self.token.is_none() && !self.addr.ip().is_loopback() {
             return Err(ConfigError::PublicWithoutToken { addr: self.addr }.into());
         }
@@ -279,14 +283,16 @@ impl GrpcServer {
     /// Binds the port and starts serving, NOT_SERVING until [`ready`].
     ///
     /// [`ready`]: GrpcServer::ready
-    pub async fn start(opts: GrpcOptions, config: &Config) -> crate::Result<GrpcServer> {
+    pub async fn start(opts: GrpcOptions, config: &Config) -> pld_server::Result<GrpcServer> {
         opts.validate()?;
         let listener = tokio::net::TcpListener::bind(opts.addr)
             .await
-            .map_err(|e| crate::Error::io(format!("cannot bind the gRPC port {}", opts.addr), e))?;
+            .map_err(|e| {
+                pld_server::Error::io(format!("cannot bind the gRPC port {}", opts.addr), e)
+            })?;
         let local_addr = listener
             .local_addr()
-            .map_err(|e| crate::Error::io("gRPC local address", e))?;
+            .map_err(|e| pld_server::Error::io("gRPC local address", e))?;
         let metrics = Arc::new(GrpcMetrics::default());
         let drain = drain::Drain::new(config.rank);
         let shared = Arc::new(Shared {
@@ -314,15 +320,20 @@ impl GrpcServer {
         // (grpcio-reflection, grpc_cli, older grpcurl, Postman).
         let reflection = || {
             tonic_reflection::server::Builder::configure()
-                .register_encoded_file_descriptor_set(pld_proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(pld_grpc::FILE_DESCRIPTOR_SET)
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         };
         let reflection_v1 = reflection()
             .build_v1()
-            .map_err(|error| ConfigError::Reflection { error })?;
-        let reflection_v1alpha = reflection()
-            .build_v1alpha()
-            .map_err(|error| ConfigError::Reflection { error })?;
+            .map_err(|error| ConfigError::Reflection {
+                error: Box::new(error),
+            })?;
+        let reflection_v1alpha =
+            reflection()
+                .build_v1alpha()
+                .map_err(|error| ConfigError::Reflection {
+                    error: Box::new(error),
+                })?;
         let limit = shared.message_limit();
         let pld = PldServer::new(service::Service::new(shared.clone()))
             .max_decoding_message_size(limit)
@@ -334,7 +345,7 @@ impl GrpcServer {
         let (stop, mut stopped) = watch::channel(false);
         let tls = match &opts.tls {
             Some(t) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
-                crate::tls::grpc_server_config(&t.cert_pem, &t.key_pem)?,
+                pld_server::tls::grpc_server_config(&t.cert_pem, &t.key_pem)?,
             ))),
             None => None,
         };

@@ -7,11 +7,10 @@ use super::request::{
     check_data, cmp, dtype, geometry, grpc_timeout, notify_op, region_dtype, window,
 };
 use super::{Error, Shared, stream};
-use crate::rank::Rank;
+use pld_grpc::Method;
+use pld_grpc::pld_server::Pld;
 use pld_proto::Dtype;
 use pld_proto::region::Chunking;
-use pld_proto::v1::Method;
-use pld_proto::v1::pld_server::Pld;
 use pld_proto::v1::{
     AllGatherRequest, AllReduceRequest, AllToAllRequest, AtomicAddRequest, AtomicAddResponse,
     BarrierRequest, BarrierResponse, BatchRequest, BatchResponse, BroadcastRequest,
@@ -20,6 +19,7 @@ use pld_proto::v1::{
     PutResponse, PutStreamRequest, QuietRequest, QuietResponse, ReduceScatterRequest, StatsRequest,
     StatsResponse, TestRequest, TestResponse, ValueResponse, WaitRequest, WaitResponse, WindowSpec,
 };
+use pld_server::Rank;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -17,7 +17,7 @@
 
 use crate::Proc;
 use anyhow::{Context, bail};
-use pld_proto::v1::pld_client::PldClient;
+use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{GetRequest, PutRequest};
 use pld_server::transport::free_loopback_port;
 use std::path::Path;

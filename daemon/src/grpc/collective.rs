@@ -74,9 +74,9 @@ impl Kind {
 /// one more barrier first, so that no rank's next call overwrites a slot
 /// another is still reading. (`pld_proto::collective::agree`.)
 async fn agree(
-    r: &crate::Rank,
+    r: &pld_server::Rank,
     name: &'static str,
-    window: crate::WindowId,
+    window: pld_server::WindowId,
     at: u64,
     call: coll::Call,
 ) -> Result<(), Error> {
@@ -144,10 +144,10 @@ pub(crate) async fn run(
         bytes: bytes.saturating_sub(slots),
     };
     let _one_at_a_time = shared.collective.lock().await;
-    let r: &crate::Rank = rank;
+    let r: &pld_server::Rank = rank;
     // What can be refused here is, before any rank waits for another.
     let c = kind.call(dt, data.len() as u64);
-    coll::check::<crate::Error>(&c, rank.nranks(), scratch.bytes)?;
+    coll::check::<pld_server::Error>(&c, rank.nranks(), scratch.bytes)?;
     agree(r, call, window, scratch.bytes, c).await?;
     let out = match dt {
         Dtype::Fp32 => typed::<f32>(r, &scratch, data, kind).await?,
@@ -174,8 +174,8 @@ pub(crate) async fn run(
 }
 
 async fn typed<T: Scalar>(
-    r: &crate::Rank,
-    s: &Scratch<crate::WindowId>,
+    r: &pld_server::Rank,
+    s: &Scratch<pld_server::WindowId>,
     data: &[u8],
     kind: Kind,
 ) -> Result<Vec<u8>, Error> {

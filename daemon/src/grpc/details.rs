@@ -9,7 +9,7 @@
 //! The domain is `pld.v1`; docs/client.md lists the reasons and keys.
 
 use super::Error;
-use crate::error::Meta;
+use pld_server::error::Meta;
 use tonic_types::ErrorDetails;
 
 /// The domain of every pld ErrorInfo.

@@ -23,8 +23,8 @@
 //! binds itself) and TCP keep-alive; HTTP/2 keep-alive (set on the server)
 //! then reaps clients that died without closing.
 
-use crate::ratelog::RateLimited;
 use pld_proto::lock::Locked;
+use pld_server::ratelog::RateLimited;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;

@@ -6,9 +6,9 @@
 
 use super::request::{dtype, notify_op, window};
 use super::{Error, Shared};
-use crate::rank::{OpHandle, Rank};
 use bytes::Bytes;
 use pld_proto::v1::{BatchOp, BatchRequest, BatchResponse, BatchResult, batch_op::Op};
+use pld_server::{OpHandle, Rank};
 use tonic::Status;
 
 /// The most ops one Batch may carry.
