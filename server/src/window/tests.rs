@@ -1,5 +1,6 @@
 use super::*;
 use half::{bf16, f16};
+use pld_proto::NotifyOp;
 use pld_proto::dtype::{from_bytes, to_bytes};
 use std::sync::Arc;
 
