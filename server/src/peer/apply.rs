@@ -36,7 +36,7 @@ pub(super) fn serve_put(
 ) {
     // A put without a region is one range: `Window::write` checks and
     // copies it, as `put_rows` + `write_rows` would, without their `Rows`.
-    let applied = (state.windows.get(p.window)).and_then(|w| w.write(p.offset, payload));
+    let applied = (state.windows().get(p.window)).and_then(|w| w.write(p.offset, payload));
     let bytes = frame::PREFIX_LEN + payload.len();
     match applied {
         // Counted with the run it is answered in (`Replies::count_served`).
@@ -45,9 +45,9 @@ pub(super) fn serve_put(
             out.ack(state, p.id)
         }
         Err(e) => {
-            state.activity.touch();
-            state.stats.received(MsgKind::Put, bytes);
-            state.stats.served(OpKind::Put, false);
+            state.activity().touch();
+            state.stats().received(MsgKind::Put, bytes);
+            state.stats().served(OpKind::Put, false);
             tracing::debug!(peer = peer.rank, op = "put", id = p.id, error = %e, "rejected a request");
             out.error(state, p.id, e.code(), e.to_string());
         }
@@ -65,16 +65,16 @@ pub(super) fn serve_add(
     payload: &[u8],
     out: &mut Replies,
 ) {
-    state.activity.touch();
+    state.activity().touch();
     state
-        .stats
+        .stats()
         .received(MsgKind::AtomicAdd, frame::PREFIX_LEN + payload.len());
-    let applied = state.windows.get(p.window).and_then(|w| {
+    let applied = state.windows().get(p.window).and_then(|w| {
         let d = Dtype::from_wire(dtype).ok_or(AccessError::UnknownDtype { value: dtype })?;
         w.check_contiguous(p.offset, payload.len() as u64)?;
         w.atomic_add(p.offset, d, payload)
     });
-    state.stats.served(OpKind::AtomicAdd, applied.is_ok());
+    state.stats().served(OpKind::AtomicAdd, applied.is_ok());
     match applied {
         Ok(()) => out.ack(state, p.id),
         Err(e) => {
@@ -91,7 +91,7 @@ pub(super) fn put_rows<'s>(
     r: &PeerPut,
     len: usize,
 ) -> Result<(&'s Window, Rows), AccessError> {
-    let w = state.windows.get(r.window)?;
+    let w = state.windows().get(r.window)?;
     let rows = match &r.region {
         None => w.check_contiguous(r.offset, len as u64)?,
         Some(region) => w.check_region(r.offset, region)?,
@@ -131,13 +131,13 @@ pub(super) fn check_access(
     rows: &Rows,
     kind: AccessKind,
 ) -> Result<(), AccessError> {
-    let Some(c) = &state.checked else {
+    let Some(c) = state.checked() else {
         return Ok(());
     };
     let zero = CheckedStamp::default();
     let from = (peer.rank, id, stamp.unwrap_or(&zero));
     let result = c.access(window, &rows.byte_ranges(), kind, Some(from));
-    state.stats.set_checked(c.counters());
+    state.stats().set_checked(c.counters());
     result.map_err(|report| AccessError::Race { report })
 }
 
@@ -159,7 +159,7 @@ fn apply_to_window(
             Ok(Outcome::Ack)
         }
         Body::Get(r) => {
-            let w = state.windows.get(r.window)?;
+            let w = state.windows().get(r.window)?;
             let rows = match &r.region {
                 None => w.check_contiguous(r.offset, r.len)?,
                 Some(region) => w.check_region(r.offset, region)?,
@@ -179,7 +179,7 @@ fn apply_to_window(
             })
         }
         Body::AtomicAdd(r) => {
-            let w = state.windows.get(r.window)?;
+            let w = state.windows().get(r.window)?;
             let d = dtype(r.dtype)?;
             match &r.region {
                 None => {
@@ -204,7 +204,7 @@ fn apply_to_window(
             Ok(Outcome::Ack)
         }
         Body::FetchAdd(r) => {
-            let w = state.windows.get(r.window)?;
+            let w = state.windows().get(r.window)?;
             let d = dtype(r.dtype)?;
             atomic(
                 state,
@@ -218,7 +218,7 @@ fn apply_to_window(
             )
         }
         Body::CompareSwap(r) => {
-            let w = state.windows.get(r.window)?;
+            let w = state.windows().get(r.window)?;
             let d = dtype(r.dtype)?;
             atomic(
                 state,
@@ -232,12 +232,12 @@ fn apply_to_window(
             )
         }
         Body::Notify(r) => {
-            let w = state.windows.get(r.window)?;
+            let w = state.windows().get(r.window)?;
             let op = match NotifyOp::try_from(r.op) {
                 Ok(op @ (NotifyOp::Set | NotifyOp::AtomicAdd)) => op,
                 _ => return Err(AccessError::InvalidNotifyOp { value: r.op }),
             };
-            match &state.checked {
+            match state.checked() {
                 Some(c) => c.notify(r.window, r.offset, at.1, op, r.value, || {
                     w.notify(r.offset, op, r.value)
                 })?,
@@ -269,10 +269,10 @@ fn atomic(
     check: &dyn Fn(u32, &Rows, AccessKind) -> Result<(), AccessError>,
     apply: impl FnOnce() -> Result<i64, AccessError>,
 ) -> Result<Outcome, AccessError> {
-    let Some(c) = &state.checked else {
+    let Some(c) = state.checked() else {
         return Ok(Outcome::Value(apply()?, None));
     };
-    let w = state.windows.get(window)?;
+    let w = state.windows().get(window)?;
     let rows = w.check_contiguous(offset, dtype.size() as u64)?;
     check(window, &rows, kind)?;
     let (v, stamp) = c.atomic(window, offset, at.1, apply)?;

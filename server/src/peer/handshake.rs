@@ -60,7 +60,7 @@ pub(crate) async fn dial(
     peer: u32,
     deadline: Instant,
 ) -> Result<Established> {
-    let addr_text = state.config.peers[peer as usize].clone();
+    let addr_text = state.config().peers[peer as usize].clone();
     let mut backoff = Duration::from_millis(20);
     let mut patience = ATTEMPT_TIMEOUT;
     loop {
@@ -79,7 +79,7 @@ pub(crate) async fn dial(
             return Err(Error::ConnectTimeout {
                 peer,
                 addr: addr_text,
-                timeout: state.config.connect_timeout,
+                timeout: state.config().connect_timeout,
                 last_error,
             });
         }
@@ -134,7 +134,7 @@ async fn attempt(
         .await
         .map_err(|e| retry("send hello", &e))?;
     state
-        .stats
+        .stats()
         .sent(pld_proto::MsgKind::Hello, n + PREAMBLE.len());
     // Small until the peer's Hello passed, whatever --max-frame says.
     let mut reader = FrameReader::new(reader, Decoder::new(HANDSHAKE_MAX_PAYLOAD));
@@ -153,12 +153,12 @@ async fn attempt(
         other => retry("handshake", &other),
     })?;
     state
-        .stats
+        .stats()
         .received(pld_proto::MsgKind::of(&reply.header), reply.payload.len());
     let addr_s = addr_text.to_string();
     match reply.header.body {
         Some(Body::Hello(h)) => {
-            check(&state.hello, &h, Some(peer)).map_err(|mismatch| {
+            check(state.hello(), &h, Some(peer)).map_err(|mismatch| {
                 Attempt::Fatal(Error::Mismatch {
                     peer,
                     addr: addr_s.clone(),
@@ -168,7 +168,7 @@ async fn attempt(
             if join {
                 state.peer_joined(&h, false);
             }
-            reader.set_max_payload(state.config.max_payload);
+            reader.set_max_payload(state.config().max_payload);
             Ok(Established {
                 reader,
                 writer,
@@ -184,7 +184,7 @@ async fn attempt(
             let theirs = (!reply.payload.is_empty())
                 .then(|| Hello::decode(reply.payload.as_ref()).ok())
                 .flatten();
-            match theirs.map(|h| check(&state.hello, &h, Some(peer))) {
+            match theirs.map(|h| check(state.hello(), &h, Some(peer))) {
                 Some(Err(mismatch)) => Err(Attempt::Fatal(Error::Mismatch {
                     peer,
                     addr: addr_s,
@@ -276,9 +276,10 @@ async fn second(
     remote: SocketAddr,
 ) -> Option<String> {
     let known = state
+        .members()
         .known_epoch(h.rank)
         .filter(|e| *e != 0 && *e != h.epoch)?;
-    let addr = state.config.peers.get(h.rank as usize)?;
+    let addr = state.config().peers.get(h.rank as usize)?;
     let deadline = Instant::now() + INCUMBENT_PROBE;
     let answer = attempt(
         state,
@@ -343,7 +344,7 @@ pub(crate) async fn accept(
     // checked); whether it names the rank the Hello claims decides whether
     // anything the Hello says is believed.
     let proof = |rank: u32| {
-        if !state.config.security.is_tls() {
+        if !state.config().security.is_tls() {
             Proof::Unauthenticated
         } else if peer_cert
             .as_ref()
@@ -362,16 +363,16 @@ pub(crate) async fn accept(
     let (reply, why, payload) = match first {
         Err(_) => return Err(AcceptError::NoHello(HELLO_TIMEOUT)),
         Ok(Err(ReadError::Frame(e))) => {
-            state.stats.frame_error();
+            state.stats().frame_error();
             (e.to_reply(), AcceptError::NotAFrame(e), Vec::new())
         }
         Ok(Err(e)) => return Err(AcceptError::Read(e)),
         Ok(Ok(frame)) => {
             state
-                .stats
+                .stats()
                 .received(pld_proto::MsgKind::of(&frame.header), frame.payload.len());
             match frame.header.body {
-                Some(Body::Hello(h)) => match admit(&state.hello, &h, proof) {
+                Some(Body::Hello(h)) => match admit(state.hello(), &h, proof) {
                     Verdict::Accept
                         if let Some(msg) = second(state, endpoint, &h, remote).await =>
                     {
@@ -388,8 +389,8 @@ pub(crate) async fn accept(
                         let n = write_frame(&mut writer, &hello_header(&state.hello_now()), &[])
                             .await
                             .map_err(AcceptError::SendHello)?;
-                        state.stats.sent(pld_proto::MsgKind::Hello, n);
-                        reader.set_max_payload(state.config.max_payload);
+                        state.stats().sent(pld_proto::MsgKind::Hello, n);
+                        reader.set_max_payload(state.config().max_payload);
                         return Ok(Established {
                             reader,
                             writer,
@@ -399,7 +400,7 @@ pub(crate) async fn accept(
                         });
                     }
                     Verdict::Stranger(Refused::NotThatRank { rank }) => {
-                        state.stats.auth_refused();
+                        state.stats().auth_refused();
                         refuse(
                             ErrorCode::HandshakeRefused,
                             format!(
@@ -420,7 +421,7 @@ pub(crate) async fn accept(
                             remote,
                             why: Refused::Mismatch(m),
                         };
-                        (header, why, state.hello.encode_to_vec())
+                        (header, why, state.hello().encode_to_vec())
                     }
                     Verdict::Stranger(other) => refuse(
                         ErrorCode::HandshakeRefused,
@@ -435,7 +436,7 @@ pub(crate) async fn accept(
                         refusal = Some(Refusal {
                             peer: rank,
                             addr: state
-                                .config
+                                .config()
                                 .peers
                                 .get(rank as usize)
                                 .cloned()
@@ -449,7 +450,7 @@ pub(crate) async fn accept(
                             remote,
                             mismatch,
                         };
-                        (header, why, state.hello.encode_to_vec())
+                        (header, why, state.hello().encode_to_vec())
                     }
                 },
                 _ => refuse(
@@ -461,14 +462,14 @@ pub(crate) async fn accept(
         }
     };
     if let Ok(n) = write_frame(&mut writer, &reply, &payload).await {
-        state.stats.sent(pld_proto::MsgKind::Error, n);
+        state.stats().sent(pld_proto::MsgKind::Error, n);
     }
     // Deliver the refusal before anything else happens: the peer must read
     // it (and close) before this rank may give up on the cluster and exit.
     super::finish(&mut writer).await;
     reader.drain(Duration::from_secs(1)).await;
     if let Some(r) = refusal {
-        state.record_refusal(r);
+        state.members().record_refusal(r);
     }
     if let Some(q) = quic {
         q.close(0u32.into(), b"refused");

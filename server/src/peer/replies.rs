@@ -51,7 +51,7 @@ impl Replies {
     /// (call before writing the replies: an origin that sees its ack sees
     /// its put counted).
     pub fn count_served(&mut self, state: &RankState) {
-        state.activity.touch_n(self.served.flush(&state.stats));
+        state.activity().touch_n(self.served.flush(state.stats()));
     }
 
     pub fn is_empty(&self) -> bool {
@@ -102,7 +102,7 @@ impl Replies {
             return;
         }
         self.end_run();
-        state.stats.msg_sent(MsgKind::Ack);
+        state.stats().msg_sent(MsgKind::Ack);
         self.run = Some(AckRun {
             first: id,
             last: id,
@@ -124,14 +124,14 @@ impl Replies {
             body: Some(body),
             checked,
         };
-        state.stats.msg_sent(MsgKind::of(&header));
+        state.stats().msg_sent(MsgKind::of(&header));
         frame::encode_head(&header, payload_len, self.raw());
     }
 
     /// Refuses request `id`.
     pub fn error(&mut self, state: &RankState, id: u64, code: ErrorCode, message: String) {
         let header = error_header(id, code, message);
-        state.stats.msg_sent(MsgKind::Error);
+        state.stats().msg_sent(MsgKind::Error);
         frame::encode_head(&header, 0, self.raw());
     }
 }

@@ -10,7 +10,7 @@
 use super::apply::{Outcome, check_access, classify_and_apply, put_rows, serve_add, serve_put};
 use super::handshake::{self, Established};
 use super::replies::Replies;
-use super::signal::{self, ServedWriter};
+use super::served::ServedWriter;
 use super::{RankState, ReadError};
 use crate::ratelog::RateLimitedBy;
 use crate::transport::Endpoint;
@@ -53,7 +53,7 @@ pub(crate) async fn accept_loop(state: Arc<RankState>, endpoint: Endpoint) {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => {
                     if let Some(why) = crate::tls::auth_failure(&e) {
-                        state.stats.auth_refused();
+                        state.stats().auth_refused();
                         if let Some(more) = tls_failed.admit(&why) {
                             tracing::warn!(%remote, "peer connection failed mutual TLS: {why}{more}");
                         }
@@ -87,11 +87,11 @@ async fn serve(state: Arc<RankState>, est: Established) {
     // connection (see `signal`); what the running barrier sent it over an
     // older one, which may be lost with it, goes again.
     let writer = ServedWriter::new(writer, peer.epoch);
-    let signals_here = peer.rank < state.config.rank;
-    if signals_here && state.served.register(peer.rank, &writer) {
-        state.resend_barrier_signals(peer.rank);
+    let signals_here = peer.rank < state.config().rank;
+    if signals_here && state.barrier().register_served(peer.rank, &writer) {
+        state.barrier().resend_to(peer.rank);
     }
-    let span = tracing::info_span!("serve", rank = state.config.rank, peer = peer.rank);
+    let span = tracing::info_span!("serve", rank = state.config().rank, peer = peer.rank);
     let _e = span.enter();
     tracing::debug!(%remote, "peer connected");
     drop(_e);
@@ -100,7 +100,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
         // A plain put or atomic add whole in the buffer (the common small
         // ops) is applied straight from its fields; everything else takes
         // the general path.
-        if state.checked.is_none()
+        if state.checked().is_none()
             && let Some(p) = reader.peek_store()
             && p.payload_len < DIRECT_MIN
         {
@@ -136,7 +136,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
             Err(e) => {
                 // Not a frame: say why, then close; the stream cannot be resynchronised.
-                state.stats.frame_error();
+                state.stats().frame_error();
                 tracing::warn!(peer = peer.rank, %remote, error = %e, "closing a peer connection");
                 let reply = frame::encode(&e.to_reply(), &[]);
                 out.raw().extend_from_slice(&reply);
@@ -157,8 +157,10 @@ async fn serve(state: Arc<RankState>, est: Established) {
         if len >= DIRECT_MIN
             && let Some(Body::Put(p)) = &header.body
         {
-            state.activity.touch();
-            state.stats.received(MsgKind::Put, frame::PREFIX_LEN + len);
+            state.activity().touch();
+            state
+                .stats()
+                .received(MsgKind::Put, frame::PREFIX_LEN + len);
             let checked = put_rows(&state, p, len).and_then(|(w, rows)| {
                 let at = (header.id, header.checked.as_ref());
                 check_access(&state, &peer, at, p.window, &rows, AccessKind::Put)?;
@@ -170,14 +172,14 @@ async fn serve(state: Arc<RankState>, est: Established) {
                         break e.to_string();
                     }
                     w.changed();
-                    state.stats.served(OpKind::Put, true);
+                    state.stats().served(OpKind::Put, true);
                     out.ack(&state, header.id);
                 }
                 Err(e) => {
                     if let Err(e) = reader.skip_payload().await {
                         break e.to_string();
                     }
-                    state.stats.served(OpKind::Put, false);
+                    state.stats().served(OpKind::Put, false);
                     out.error(&state, header.id, e.code(), e.to_string());
                 }
             }
@@ -207,7 +209,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             }
         };
         if let Some((window, rows)) = served
-            && let Ok(w) = state.windows.get(window)
+            && let Ok(w) = state.windows().get(window)
         {
             // A large get reply: its header is in `out`; the rows follow
             // straight from the window.
@@ -218,7 +220,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             if let Err(e) = written {
                 break format!("write failed: {e}");
             }
-            state.stats.bytes_out(rows.len());
+            state.stats().bytes_out(rows.len());
         }
         if out.len() >= FLUSH_AT
             && let Err(e) = flush(&state, &writer, &mut out).await
@@ -228,7 +230,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
     };
     out.count_served(&state);
     if signals_here {
-        state.served.deregister(peer.rank, &writer);
+        state.barrier().deregister_served(peer.rank, &writer);
     }
     tracing::debug!(peer = peer.rank, %remote, "peer connection ended: {reason}");
     // Let the last replies reach the peer before the connection goes.
@@ -241,7 +243,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
 async fn flush(state: &RankState, w: &ServedWriter, out: &mut Replies) -> std::io::Result<()> {
     out.count_served(state);
     w.write_all(out.bytes()).await?;
-    state.stats.bytes_out(out.len());
+    state.stats().bytes_out(out.len());
     out.clear();
     Ok(())
 }
@@ -257,15 +259,15 @@ fn serve_request(
     out: &mut Replies,
     write_raw: bool,
 ) -> Option<(u32, Rows)> {
-    state.activity.touch();
+    state.activity().touch();
     let kind = MsgKind::of(&header);
     state
-        .stats
+        .stats()
         .received(kind, frame::PREFIX_LEN + payload.len());
     let id = header.id;
     // A barrier message is one-way: it moves the barrier, nothing answers it.
     if let Some(Body::Barrier(b)) = &header.body {
-        signal::heard(state, peer.rank, b, header.checked.as_ref());
+        state.heard_signal(peer.rank, b, header.checked.as_ref());
         return None;
     }
     let Some(body) = header.body else {
@@ -283,7 +285,7 @@ fn serve_request(
         out.error(state, id, ErrorCode::UnexpectedMessage, msg);
         return None;
     };
-    state.stats.served(op, outcome.is_ok());
+    state.stats().served(op, outcome.is_ok());
     match outcome {
         Ok(Outcome::Ack) => out.ack(state, id),
         Ok(Outcome::Value(v, checked)) => {
@@ -296,7 +298,7 @@ fn serve_request(
                 return Some((window, rows));
             }
             // Checked in `run`: the window exists and the rows are in it.
-            if let Ok(w) = state.windows.get(window) {
+            if let Ok(w) = state.windows().get(window) {
                 w.append_rows(rows, out.raw());
             }
         }

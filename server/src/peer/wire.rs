@@ -12,7 +12,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How much free buffer a read asks the socket to fill, at least.
 const READ_CHUNK: usize = 64 * 1024;
-use super::outbox::COALESCE_MAX;
 
 /// Why a peer stream stopped producing frames.
 #[derive(Debug, thiserror::Error)]
@@ -253,6 +252,11 @@ impl FrameReader {
         .await;
     }
 }
+
+/// Payloads up to this size are copied behind their header (or into a
+/// link's outbox) so that their frame leaves in one write with its
+/// neighbours; larger ones are written from the caller's buffer.
+pub(crate) const COALESCE_MAX: usize = 16 * 1024;
 
 /// Writes one frame; returns the bytes written.
 pub(crate) async fn write_frame(

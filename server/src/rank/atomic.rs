@@ -7,8 +7,8 @@
 use super::handle::{self, OpHandle};
 use super::{Rank, Target, WindowId, check};
 use crate::error::{AccessError, Result};
-use crate::peer::link::Link;
-use crate::peer::outbox::COALESCE_MAX;
+use crate::peer::link::outbox::COALESCE_MAX;
+use crate::peer::link::{Issue, Link, Pending, ReplyTo};
 use crate::window::{Window, check_fits};
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::Store;
@@ -58,7 +58,7 @@ impl Rank {
         let w = self.check_add(peer, win, offset, dtype, operands)?;
         let op = OpKind::AtomicAdd;
         // Most ops find their link up: no await for it.
-        let target = match self.state.rejoining(peer) {
+        let target = match self.state.members().rejoining(peer) {
             false => self.target_now(peer)?,
             true => self.target(peer).await?,
         };
@@ -73,10 +73,18 @@ impl Rank {
         // A small add (a counter's) is queued without an await, as a
         // small put is.
         if operands.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let (pending, full) = link.queue_store(Store::add(dtype), win.0, offset, operands)?;
+            let add = Issue::store(
+                Store::add(dtype),
+                win.0,
+                offset,
+                operands,
+                ReplyTo::Handle(None),
+            );
+            let (id, full) = link.queue(add)?;
             if full {
-                pending.link().flush().await;
+                link.flush().await;
             }
+            let pending = Pending::new(link, id);
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
         self.store_large(
@@ -107,7 +115,8 @@ impl Rank {
         self.check_add(peer, win, offset, dtype, operands)?;
         // Queued in place, as a small put_nbi is.
         let (store, window) = (Store::add(dtype), win.0);
-        let queue = |link: &Arc<Link>| link.queue_store_implicit(store, window, offset, operands);
+        let add = || Issue::store(store, window, offset, operands, ReplyTo::Implicit);
+        let queue = |link: &Arc<Link>| Ok(link.queue(add())?.1);
         if let Some(queued) = self.queue_in_place(peer, operands.len(), queue) {
             if let Some(link) = queued? {
                 link.flush().await;

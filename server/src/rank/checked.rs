@@ -19,7 +19,7 @@ impl Rank {
     /// (a front end names their bytes its own way).
     pub fn races(&self) -> Vec<pld_proto::checked::Race> {
         self.state
-            .checked
+            .checked()
             .as_ref()
             .map(|c| c.reports())
             .unwrap_or_default()
@@ -35,7 +35,7 @@ impl Rank {
         bytes: &[Range<u64>],
         kind: AccessKind,
     ) -> Result<()> {
-        let Some(c) = &self.state.checked else {
+        let Some(c) = self.state.checked() else {
             return Ok(());
         };
         if kind.writes() {
@@ -44,7 +44,7 @@ impl Rank {
             }
         }
         let result = c.access(win.0, bytes, kind, None);
-        self.state.stats.set_checked(c.counters());
+        self.state.stats().set_checked(c.counters());
         result.map_err(|report| Error::Access {
             op,
             rank: self.rank(),
@@ -63,7 +63,7 @@ impl Rank {
         kind: AccessKind,
         apply: impl FnOnce() -> std::result::Result<i64, AccessError>,
     ) -> std::result::Result<i64, AccessError> {
-        let Some(c) = &self.state.checked else {
+        let Some(c) = self.state.checked() else {
             return apply();
         };
         let bytes = offset..offset + dtype.size() as u64;

@@ -94,20 +94,20 @@ pub(crate) async fn rejoin_loop(
         tokio::select! {
             peer = restarted.recv() => {
                 let Some(peer) = peer else { return };
-                let deadline = crate::deadline::after(state.config.connect_timeout);
+                let deadline = crate::deadline::after(state.config().connect_timeout);
                 match handshake::dial(&state, &endpoint, peer, deadline).await {
                     Ok(est) => swap(&state, &links, &mut readers, est),
                     Err(e) => {
                         tracing::warn!(peer, "rank {peer} restarted but cannot be reached: {e}");
                     }
                 }
-                state.rejoin_done(peer);
+                state.members().rejoin_done(peer);
             }
             _ = tick.tick() => {
                 while readers.try_join_next().is_some() {}
                 for link in links.all() {
                     let peer = link.peer;
-                    if link.lost_reason().is_none() || state.rejoining(peer) {
+                    if link.lost_reason().is_none() || state.members().rejoining(peer) {
                         continue;
                     }
                     // One quick attempt; the next tick tries again.
@@ -145,7 +145,7 @@ fn swap(
         None => "is linked",
     };
     tracing::warn!(
-        rank = state.config.rank,
+        rank = state.config().rank,
         peer,
         epoch,
         "rank {peer} {what} with epoch {epoch}: link replaced"
@@ -153,5 +153,5 @@ fn swap(
     // What this rank signalled over the old link in the running barrier
     // may be lost with it: a barrier waiting on this peer sends it again
     // now (the peer ignores what it already has).
-    state.resend_barrier_signals(peer);
+    state.barrier().resend_to(peer);
 }

@@ -112,7 +112,7 @@ impl Rank {
             .collect();
         let windows = Windows::new(&specs)?;
         let state = Arc::new(RankState::new(config, windows));
-        let cfg = &state.config;
+        let cfg = state.config();
         let listen = handshake::resolve(cfg.listen_addr()).await.map_err(|e| {
             Error::io(
                 format!("cannot resolve the listen address {}", cfg.listen_addr()),
@@ -140,7 +140,7 @@ impl Rank {
         ) = (cfg.progress, cfg.transport)
         {
             let state = state.clone();
-            tasks.spawn(async move { state.activity.spin(idle, oversubscribed).await });
+            tasks.spawn(async move { state.activity().spin(idle, oversubscribed).await });
         }
 
         let deadline = crate::deadline::after(cfg.connect_timeout);
@@ -156,7 +156,7 @@ impl Rank {
             // refused here fails the start as surely as one that refused us.
             let joined = tokio::select! {
                 j = dials.join_next() => j,
-                r = state.refusal() => {
+                r = state.members().refusal() => {
                     endpoint.close();
                     return Err(Error::Mismatch { peer: r.peer, addr: r.addr, mismatch: r.mismatch });
                 }
@@ -179,7 +179,7 @@ impl Rank {
             links[p] = Some(link);
         }
         let links = Arc::new(links::Links::new(links));
-        if let Some(rx) = state.rejoin.rx.locked().take() {
+        if let Some(rx) = state.members().take_rejoins() {
             tasks.spawn(links::rejoin_loop(
                 state.clone(),
                 endpoint.clone(),
@@ -229,17 +229,17 @@ impl Rank {
 
     /// This rank's id.
     pub fn rank(&self) -> u32 {
-        self.state.config.rank
+        self.state.config().rank
     }
 
     /// The number of ranks in the cluster.
     pub fn nranks(&self) -> u32 {
-        self.state.config.nranks()
+        self.state.config().nranks()
     }
 
     /// The peer-plane transport.
     pub fn transport(&self) -> TransportKind {
-        self.state.config.transport
+        self.state.config().transport
     }
 
     /// The address this rank listens on.
@@ -249,25 +249,25 @@ impl Rank {
 
     /// The configuration the rank runs with.
     pub fn config(&self) -> &Config {
-        &self.state.config
+        self.state.config()
     }
 
     /// A copy of this rank's counters.
     pub fn stats(&self) -> StatsSnapshot {
-        self.state.stats.snapshot()
+        self.state.stats().snapshot()
     }
 
     /// Resolves a window by name (an unknown one's error echoes at most
     /// `MAX_ECHOED_NAME` (128) bytes of it).
     pub fn window(&self, name: &str) -> Result<WindowId> {
         self.state
-            .windows
+            .windows()
             .id_of(name)
             .map(WindowId)
             .ok_or_else(|| Error::NoSuchWindow {
                 // The name is the caller's: a client may send megabytes.
                 name: crate::error::clip(name, MAX_ECHOED_NAME).into_owned(),
-                known: self.state.windows.names(),
+                known: self.state.windows().names(),
             })
     }
 
@@ -281,7 +281,7 @@ impl Rank {
     /// `peer` (the window ids are the same on every rank).
     fn window_for(&self, op: OpKind, peer: u32, win: WindowId) -> Result<&Window> {
         self.state
-            .windows
+            .windows()
             .get(win.0)
             .map_err(|error| Error::Access {
                 op,
@@ -305,9 +305,9 @@ impl Rank {
     /// Where an op to `peer` goes; if `peer` restarted and its new link is
     /// being made, waits for it (at most the op timeout).
     async fn target(&self, peer: u32) -> Result<Target> {
-        if self.state.rejoining(peer) {
-            let deadline = crate::deadline::after(self.state.config.op_timeout);
-            self.state.rejoined(peer, deadline).await;
+        if self.state.members().rejoining(peer) {
+            let deadline = crate::deadline::after(self.state.config().op_timeout);
+            self.state.members().rejoined(peer, deadline).await;
         }
         self.target_now(peer)
     }
@@ -315,7 +315,7 @@ impl Rank {
     /// This run's epoch (its start time in ns): a restarted rank has a new
     /// one, which its peers log when it rejoins.
     pub fn epoch(&self) -> u64 {
-        self.state.hello.epoch
+        self.state.epoch()
     }
 
     fn local_op<T>(&self, op: OpKind, peer: u32, r: Result<T, AccessError>) -> Result<OpHandle<T>> {
@@ -324,7 +324,7 @@ impl Rank {
             rank: peer,
             error,
         })?;
-        self.state.stats.local(op);
+        self.state.stats().local(op);
         Ok(OpHandle::ready(Ok(r)))
     }
 

@@ -5,8 +5,8 @@
 use super::handle::{self, Finish, OpHandle};
 use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
 use crate::error::{AccessError, Result};
-use crate::peer::link::Link;
-use crate::peer::outbox::COALESCE_MAX;
+use crate::peer::link::outbox::COALESCE_MAX;
+use crate::peer::link::{Issue, Link, Pending, ReplyTo};
 use crate::transport::Raw;
 use crate::window::Window;
 use bytes::{Bytes, BytesMut};
@@ -40,7 +40,7 @@ impl Rank {
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         // Most ops find their link up: no await for it.
-        let target = match self.state.rejoining(peer) {
+        let target = match self.state.members().rejoining(peer) {
             false => self.target_now(peer)?,
             true => self.target(peer).await?,
         };
@@ -55,10 +55,12 @@ impl Rank {
         // A small put (the common op) is queued without an await: no write
         // happens unless the outbox is full.
         if data.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let (pending, full) = link.queue_store(Store::Put, win.0, offset, data)?;
+            let put = Issue::store(Store::Put, win.0, offset, data, ReplyTo::Handle(None));
+            let (id, full) = link.queue(put)?;
             if full {
-                pending.link().flush().await;
+                link.flush().await;
             }
+            let pending = Pending::new(link, id);
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
         self.store_large(&link, peer, (win, w), Store::Put, Dtype::Int8, offset, data)
@@ -82,7 +84,8 @@ impl Rank {
         let op = store.op();
         // One frame: no chunk plan, no span.
         if data.len() <= link.peer_max_payload {
-            let pending = link.send(op, store.body(win.0, offset), data).await?;
+            let store = Issue::store(store, win.0, offset, data, ReplyTo::Handle(None));
+            let pending = link.request(store).await?;
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
         let span = tracing::debug_span!("store", op = op.name(), peer, window = w.name(), offset, %dtype, len = data.len());
@@ -113,7 +116,7 @@ impl Rank {
         len: usize,
         queue: impl FnOnce(&Arc<Link>) -> Result<bool>,
     ) -> Option<Result<Option<Arc<Link>>>> {
-        if len > COALESCE_MAX || self.state.rejoining(peer) {
+        if len > COALESCE_MAX || self.state.members().rejoining(peer) {
             return None;
         }
         self.links
@@ -135,7 +138,8 @@ impl Rank {
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         // The message-rate path: a small put on a link that is up.
-        let queue = |link: &Arc<Link>| link.queue_store_implicit(Store::Put, win.0, offset, data);
+        let put = || Issue::store(Store::Put, win.0, offset, data, ReplyTo::Implicit);
+        let queue = |link: &Arc<Link>| Ok(link.queue(put())?.1);
         if let Some(queued) = self.queue_in_place(peer, data.len(), queue) {
             if let Some(link) = queued? {
                 link.flush().await;
@@ -230,7 +234,7 @@ impl Rank {
                 // (A copy through a buffer: the ranges may overlap.)
                 let bytes = w.read(offset, len).map_err(self.refused(op, peer))?;
                 d.write(dest_offset, &bytes).map_err(self.refused(op, me))?;
-                self.state.stats.local(op);
+                self.state.stats().local(op);
                 return Ok(());
             }
             Target::Remote(link) => link,
@@ -242,7 +246,7 @@ impl Rank {
         let Some(row) = d.raw_rows(rows).next().filter(|r| r.len > 0) else {
             return Ok(());
         };
-        for (at, n) in pieces(row.len, self.state.config.max_payload) {
+        for (at, n) in pieces(row.len, self.state.config().max_payload) {
             let body = Body::Get(PeerGet {
                 window: win.0,
                 offset: offset + at as u64,
@@ -253,7 +257,8 @@ impl Rank {
                 ptr: row.ptr.wrapping_add(at),
                 len: n,
             };
-            link.get_landing(body, part).await?;
+            link.issue(Issue::body(body, &[], ReplyTo::Landing(part)))
+                .await?;
         }
         Ok(())
     }
@@ -277,7 +282,7 @@ impl Rank {
                 self.check_local(op, win, std::slice::from_ref(&bytes), AccessKind::Get)?;
                 w.read_into(offset, &mut buf)
                     .map_err(self.refused(op, peer))?;
-                self.state.stats.local(op);
+                self.state.stats().local(op);
                 return Ok(Parts::Local(buf));
             }
             Target::Remote(link) => link,
@@ -286,14 +291,15 @@ impl Rank {
         async {
             // Replies come to this rank: split by this rank's own frame limit.
             let mut parts = Vec::new();
-            for (at, n) in pieces(len as usize, self.state.config.max_payload) {
+            for (at, n) in pieces(len as usize, self.state.config().max_payload) {
                 let body = Body::Get(PeerGet {
                     window: win.0,
                     offset: offset + at as u64,
                     len: n as u64,
                     region: None,
                 });
-                parts.push(link.send_into(body, buf.split_to(n)).await?);
+                let into = ReplyTo::Handle(Some(buf.split_to(n)));
+                parts.push(link.request(Issue::body(body, &[], into)).await?);
             }
             Ok(Parts::Remote(parts))
         }
@@ -343,7 +349,7 @@ impl Rank {
         match self.target(peer).await? {
             Target::Local => {
                 let apply = || w.notify(offset, notify, value);
-                let r = match &self.state.checked {
+                let r = match self.state.checked() {
                     Some(c) => c.notify(win.0, offset, None, notify, value, apply),
                     None => apply(),
                 };
@@ -361,7 +367,8 @@ impl Rank {
         finish: Finish<T>,
     ) -> Result<OpHandle<T>> {
         let span = tracing::debug_span!("op", op = op.name(), peer = link.peer);
-        let pending = link.send(op, body, &[]).instrument(span).await?;
+        let request = Issue::body(body, &[], ReplyTo::Handle(None));
+        let pending = link.request(request).instrument(span).await?;
         Ok(OpHandle::one(pending, check(link.peer, op, None), finish))
     }
 

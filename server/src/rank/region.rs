@@ -11,7 +11,7 @@
 
 use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
-use crate::peer::link::{Link, Pending, Reply};
+use crate::peer::link::{Issue, Link, Pending, Reply, ReplyTo};
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::Store;
 use pld_proto::geometry::{GeometryError, byte_offset, check_buffer, plan, wire_region};
@@ -101,7 +101,7 @@ impl Rank {
         // frame limit; stores obey the target's.
         let max = match self.target_now(peer)? {
             Target::Remote(link) if op != OpKind::Get => link.peer_max_payload,
-            _ => self.state.config.max_payload,
+            _ => self.state.config().max_payload,
         };
         let (plan, depth) = plan(t, chunking, max).map_err(bad(op))?;
         Ok((w, plan, depth))
@@ -133,7 +133,7 @@ impl Rank {
                     col: 0,
                     shape: t.shape,
                 };
-                if self.state.checked.is_some() {
+                if self.state.checked().is_some() {
                     let kind = store.access();
                     let bytes: Vec<_> = rows(t, t.dst, &whole)
                         .map(|d| d.start as u64..d.end as u64)
@@ -148,7 +148,7 @@ impl Rank {
                     }
                     .map_err(self.refused(op, peer))?;
                 }
-                self.state.stats.local(op);
+                self.state.stats().local(op);
                 Ok(())
             }
             Target::Remote(link) => {
@@ -222,7 +222,7 @@ impl Rank {
                     col: 0,
                     shape: t.shape,
                 };
-                if self.state.checked.is_some() {
+                if self.state.checked().is_some() {
                     let bytes: Vec<_> = rows(t, t.src, &whole)
                         .map(|s| s.start as u64..s.end as u64)
                         .collect();
@@ -232,7 +232,7 @@ impl Rank {
                     w.read_into(s.start as u64, &mut dst[d])
                         .map_err(self.refused(op, peer))?;
                 }
-                self.state.stats.local(op);
+                self.state.stats().local(op);
                 return Ok(());
             }
             Target::Remote(link) => link,
@@ -252,7 +252,8 @@ impl Rank {
                 len,
                 region: wire_region(t.dtype, t.src, c.shape),
             });
-            inflight.push_back((c, link.send(op, body, &[]).await?));
+            let get = Issue::body(body, &[], ReplyTo::Handle(None));
+            inflight.push_back((c, link.request(get).await?));
         }
         for (done, p) in inflight {
             scatter(peer, t, &done, p.wait().await?, dst)?;
@@ -323,7 +324,8 @@ pub(super) async fn send_chunks(
         let d = t.dst.at(c.row, c.col);
         let region = wire_region(t.dtype, t.dst, c.shape);
         let body = store.body_in(win.0, d.offset * elem, region);
-        inflight.push_back(link.send(op, body, payload).await?);
+        let chunk = Issue::body(body, payload, ReplyTo::Handle(None));
+        inflight.push_back(link.request(chunk).await?);
     }
     Ok(inflight)
 }

@@ -6,11 +6,12 @@
 
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
-use crate::peer::signal;
+use crate::peer::barrier::signal_header;
+use crate::peer::link::{Issue, Link, ReplyTo};
+use crate::peer::{RankState, signal};
+use pld_proto::Cmp;
 use pld_proto::barrier::{Advance, join};
-use pld_proto::lock::Locked;
 use pld_proto::v1::{PeerGet, header::Body};
-use pld_proto::{Cmp, OpKind};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -24,7 +25,7 @@ impl Rank {
     /// a handle ([`Rank::put_nbi`]) failed since the last quiet, it then
     /// fails with the first of them and their number.
     pub async fn quiet(&self) -> Result<()> {
-        self.quiet_within(self.state.config.op_timeout).await
+        self.quiet_within(self.state.config().op_timeout).await
     }
 
     /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
@@ -32,7 +33,7 @@ impl Rank {
     pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
         self.quiet_until(crate::deadline::after(timeout), timeout)
             .await?;
-        match self.state.implicit.take() {
+        match self.state.implicit().take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -43,7 +44,7 @@ impl Rank {
     async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
         // Only links sent something since the last quiet can be busy; most
         // quiets (every barrier's) find none: no list of tickets or reports.
-        let links = self.links.busy(&self.state.touched);
+        let links = self.links.busy(self.state.touched());
         if links.is_empty() {
             return Ok(());
         }
@@ -78,7 +79,7 @@ impl Rank {
     /// timeout. Every put, atomic and notify this rank issued before it is
     /// applied at its target before any rank leaves.
     pub async fn barrier(&self) -> Result<()> {
-        self.barrier_within(self.state.config.sync_timeout).await
+        self.barrier_within(self.state.config().sync_timeout).await
     }
 
     /// [`Rank::barrier`] with an explicit deadline. At the deadline it fails
@@ -91,44 +92,30 @@ impl Rank {
         // earlier ops are applied, and nobody leaves before every rank signalled.
         self.quiet_until(deadline, timeout).await?;
         let state = &self.state;
-        let lock = || state.barrier.locked();
-        {
-            let mut b = lock();
-            if !b.is_running()
-                && let Some(c) = &state.checked
-            {
-                c.barrier_enter();
-            }
-            b.enter(std::time::Instant::now());
-        }
+        let barrier = state.barrier();
+        barrier.enter(std::time::Instant::now(), state.checked().map(|c| &**c));
         // Higher-ranked peers signal this rank on its links to them: those
         // readers spin for the signals until the barrier ends.
         let _listening = Listening::new(self);
         let mut out = Vec::new();
         loop {
-            let woken = state.barrier_wake.notified();
+            let woken = barrier.woken();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            out.append(&mut state.barrier_unsent.locked());
-            let progress = lock().advance(&mut out);
+            let progress = barrier.step(&mut out);
             for i in 0..out.len() {
                 let s = out[i];
                 // A peer that restarted: signal its new run, not the dead one.
-                if state.rejoining(s.to) {
-                    state.rejoined(s.to, deadline).await;
+                if state.members().rejoining(s.to) {
+                    state.members().rejoined(s.to, deadline).await;
                 }
                 if let Some(Some(link)) = self.links.get(s.to) {
-                    // On the connection the lower of the two ranks dialed,
-                    // where there is one (see `peer::signal`); else on the link.
-                    if signal::send_served(state, s, link.epoch, deadline).await {
-                        continue;
-                    }
                     // A signal that cannot be sent fails the barrier now: this
                     // rank may already hold everything it waits for, and
                     // leaving would strand the peer that never hears from it.
-                    if let Err(e) = link.signal(s.epoch, s.round).await {
+                    if let Err(e) = send_signal(state, &link, s, deadline).await {
                         tracing::warn!(to = s.to, error = %e, "barrier signal not sent");
-                        *state.barrier_unsent.locked() = out.drain(i..).collect();
+                        barrier.keep_unsent(out.drain(i..).collect());
                         return Err(Error::PeerLost {
                             rank: s.to,
                             reason: format!(
@@ -142,9 +129,9 @@ impl Rank {
                 }
             }
             // The rank just signalled may be waiting on this very core: let
-            // it run now rather than after this rank's spin (measured at
-            // P = 8 on two cores: 139–147 → 129–141 µs).
-            if !out.is_empty() && state.config.progress.oversubscribed() {
+            // it run now rather than after this rank's spin
+            // (docs/PERFORMANCE.md, "Barrier").
+            if !out.is_empty() && state.config().progress.oversubscribed() {
                 std::thread::yield_now();
             }
             out.clear();
@@ -157,10 +144,7 @@ impl Rank {
                 Advance::Waiting => {
                     if tokio::time::timeout_at(deadline, woken).await.is_err() {
                         // One last look: the message may have raced the deadline.
-                        let (last, missing) = {
-                            let mut b = lock();
-                            (b.advance(&mut out), b.missing())
-                        };
+                        let (last, missing) = barrier.last_look(&mut out);
                         if let (Advance::Waiting, Some(missing)) = (last, missing) {
                             return Err(self.barrier_timeout(missing, timeout).await);
                         }
@@ -178,15 +162,15 @@ impl Rank {
     /// Checked mode: a barrier completed; this rank acquires every rank's
     /// clock at entry.
     fn barrier_done(&self, epoch: u64) {
-        if let Some(c) = &self.state.checked {
+        if let Some(c) = self.state.checked() {
             c.barrier_done(epoch);
-            self.state.stats.set_checked(c.counters());
+            self.state.stats().set_checked(c.counters());
         }
     }
 
     /// Checked mode: a wait or test passed.
     fn waited(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) {
-        if let Some(c) = &self.state.checked {
+        if let Some(c) = self.state.checked() {
             c.waited(win.0, offset, cmp, expected);
         }
     }
@@ -233,7 +217,7 @@ impl Rank {
     /// Waits until this rank's int32 signal cell at `offset` satisfies
     /// `value cmp expected`, for at most the sync timeout; returns the value.
     pub async fn wait(&self, win: WindowId, offset: u64, cmp: Cmp, expected: i32) -> Result<i32> {
-        self.wait_within(win, offset, cmp, expected, self.state.config.sync_timeout)
+        self.wait_within(win, offset, cmp, expected, self.state.config().sync_timeout)
             .await
     }
 
@@ -257,7 +241,7 @@ impl Rank {
         let mut last = 0;
         let held = self
             .state
-            .windows
+            .windows()
             .board()
             .until(deadline, || {
                 last = w.load_signal(offset).unwrap_or(last);
@@ -330,7 +314,8 @@ impl Rank {
                     region: None,
                 });
                 let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
-                    link.send(OpKind::Get, probe, &[]).await?.wait().await
+                    let probe = Issue::body(probe, &[], ReplyTo::Handle(None));
+                    link.request(probe).await?.wait().await
                 })
                 .await;
                 let why = match answer {
@@ -350,6 +335,22 @@ impl Rank {
         out.sort_by_key(|(p, _)| *p);
         out
     }
+}
+
+/// Sends barrier signal `s` to `link`'s peer: on the connection the lower
+/// of the two ranks dialed, where there is one (see `peer::signal`); else
+/// on the link. One frame, built once, for either way.
+async fn send_signal(
+    state: &RankState,
+    link: &Link,
+    s: pld_proto::barrier::Signal,
+    deadline: Instant,
+) -> Result<()> {
+    let header = signal_header(&s, state.checked().map(|c| &**c));
+    if signal::send_served(state, &header, s.to, link.epoch, deadline).await {
+        return Ok(());
+    }
+    link.signal(&header).await
 }
 
 /// While a barrier runs, the readers of this rank's links to the

@@ -185,17 +185,12 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub(super) fn new(link: Arc<Link>, id: u64) -> Pending {
+    pub(crate) fn new(link: Arc<Link>, id: u64) -> Pending {
         Pending {
             link,
             id,
             taken: false,
         }
-    }
-
-    /// The link the op went out on.
-    pub(crate) fn link(&self) -> &Arc<Link> {
-        &self.link
     }
 
     /// Gives the op up to `quiet` ([`Rank::put_nbi`](crate::Rank::put_nbi)):

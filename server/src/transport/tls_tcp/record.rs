@@ -243,7 +243,7 @@ mod tests {
     fn pair() -> (Direction, Direction) {
         let secrets = || ConnectionTrafficSecrets::Aes256Gcm {
             key: AeadKey::from([9u8; 32]),
-            iv: Iv::new([3u8; 12]),
+            iv: Iv::from([3u8; 12]),
         };
         (
             Direction::new(7, &secrets()).unwrap(),
