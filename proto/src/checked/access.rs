@@ -45,6 +45,19 @@ impl AccessKind {
         }
     }
 
+    /// Whether the window's owner made it, to its own memory (a load or a
+    /// store), rather than a peer.
+    pub const fn by_owner(self) -> bool {
+        match self {
+            AccessKind::Load | AccessKind::Store => true,
+            AccessKind::Put
+            | AccessKind::Get
+            | AccessKind::AtomicAdd
+            | AccessKind::FetchAdd
+            | AccessKind::CompareSwap => false,
+        }
+    }
+
     /// The same access made by the window's owner to its own memory: a
     /// put is a store, a get a load; an atomic stays what it is.
     pub const fn own(self) -> AccessKind {

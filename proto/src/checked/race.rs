@@ -64,25 +64,28 @@ impl Race {
     /// The row of the seed's failure catalog this race is, if any: the
     /// symptom and the fix.
     pub fn catalog(&self) -> Option<(&'static str, &'static str)> {
-        use AccessKind::*;
         let (w, r) = (self.first.kind, self.second.kind);
         let owner_is = |a: &Access| a.rank() == self.owner;
-        match (w, r) {
-            (Store, Get) if owner_is(&self.first) => Some((
+        let plain_write = |k: AccessKind| k.writes() && !k.atomic();
+        if w == AccessKind::Store && !r.writes() && !r.by_owner() && owner_is(&self.first) {
+            Some((
                 "a remote read returns zeros: remote_load before the owner staged its slice",
                 "in load mode, stage, then barrier, then remote_load",
-            )),
-            (Put | AtomicAdd, Load) if owner_is(&self.second) => Some((
+            ))
+        } else if w.writes() && !w.by_owner() && r == AccessKind::Load && owner_is(&self.second) {
+            Some((
                 "a rank reads stale data: the barrier is missing or before the store",
                 "in store mode, remote_store, then barrier, then read your own slice \
                  (a barrier before the store does not help)",
-            )),
-            (Put, Put) | (Store, Put) | (Put, Store) => Some((
+            ))
+        } else if plain_write(w) && plain_write(r) && !(w.by_owner() && r.by_owner()) {
+            Some((
                 "two ranks write the same bytes with no ordering between them",
                 "give each rank its own slice, add with atomic=AtomicType.Add, \
                  or order the writes with a barrier or a notify/wait",
-            )),
-            _ => None,
+            ))
+        } else {
+            None
         }
     }
 }

@@ -71,37 +71,6 @@ impl Store {
         }
     }
 
-    /// `body` as a plain store — `(store, window, offset)` — if it is a
-    /// put or an atomic add without a region; [`Store::body`]'s inverse.
-    pub fn of(body: &Body) -> Option<(Store, u32, u64)> {
-        match *body {
-            Body::Put(PeerPut {
-                window,
-                offset,
-                region: None,
-            }) => Some((Store::Put, window, offset)),
-            Body::AtomicAdd(PeerAtomicAdd {
-                window,
-                offset,
-                dtype,
-                region: None,
-            }) => Some((Store::AtomicAdd { dtype }, window, offset)),
-            // A 2-D store, and every body that is no store.
-            Body::Put(_)
-            | Body::AtomicAdd(_)
-            | Body::Hello(_)
-            | Body::Get(_)
-            | Body::FetchAdd(_)
-            | Body::CompareSwap(_)
-            | Body::Notify(_)
-            | Body::Barrier(_)
-            | Body::Ack(_)
-            | Body::GetReply(_)
-            | Body::Value(_)
-            | Body::Error(_) => None,
-        }
-    }
-
     /// Its request body for the generic path, without a region.
     pub fn body(self, window: u32, offset: u64) -> Body {
         self.body_in(window, offset, None)
@@ -210,7 +179,7 @@ fn decode_store_head(b: &[u8]) -> Option<(u64, Store, u32, u64)> {
     let (&tag, &len) = (b.get(at)?, b.get(at + 1)?);
     at += 2;
     // A one-byte body length, ending the header exactly.
-    if (tag != PUT_BODY && tag != ADD_BODY) || len >= 0x80 || b.len() - at != usize::from(len) {
+    if len >= 0x80 || b.len() - at != usize::from(len) {
         return None;
     }
     let mut window = 0;
@@ -225,7 +194,7 @@ fn decode_store_head(b: &[u8]) -> Option<(u64, Store, u32, u64)> {
     }
     let store = match tag {
         PUT_BODY => Store::Put,
-        _ => {
+        ADD_BODY => {
             let mut dtype = 0;
             if b.get(at) == Some(&DTYPE) {
                 at += 1;
@@ -235,6 +204,8 @@ fn decode_store_head(b: &[u8]) -> Option<(u64, Store, u32, u64)> {
                 dtype: dtype as i32,
             }
         }
+        // (Turned away above: a body that is no store's.)
+        _ => return None,
     };
     if at != b.len() {
         return None;
