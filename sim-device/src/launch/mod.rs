@@ -3,18 +3,29 @@
 //! or as clients of running daemons with `--daemons ADDR,...` — runs the
 //! program's kernel on every rank at once, checks each rank's result
 //! against its golden and prints `OK`, or the largest difference and fails.
+//!
+//! - this file: the command line ([`Args`]), the [`Program`] trait, and
+//!   running a program on every rank (`main`, [`run`], [`plan`]);
+//! - `golden`: each rank's result against its golden ([`Check`]) and the
+//!   deterministic inputs the programs check against;
+//! - `cluster`: the ranks a run uses — embedded ones started on loopback,
+//!   or running daemons connected to — and their windows cleared.
+
+mod cluster;
+mod golden;
+
+pub use cluster::{check_devices, clear, connect, start_ranks, start_ranks_with};
+pub use golden::{Check, input, input_nd, sum_of_slices};
 
 use crate::device::{Device, Symmetry};
 use crate::error::{Error, Result};
 use crate::plan::Planner;
-use crate::tensor::{Profile, Shape2, Tensor};
+use crate::tensor::Profile;
 use clap::Parser;
 use pld_proto::Rma;
-use pld_proto::Scalar;
-use pld_server::{CheckedMode, Config, Rank, TransportKind, WindowConfig};
+use pld_server::{CheckedMode, Rank, TransportKind};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The command line every example takes.
 #[derive(Debug, Clone, Parser)]
@@ -93,64 +104,6 @@ impl Args {
     }
 }
 
-/// How a rank's result compares with its golden.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Check {
-    /// The largest absolute difference, and where: (element, got, want).
-    pub worst: Option<(usize, f64, f64)>,
-    /// The largest absolute difference (NaN if any value is NaN).
-    pub max_diff: f64,
-    /// What counts as equal.
-    pub tol: f64,
-}
-
-impl Check {
-    /// `got` must equal `want` exactly.
-    pub fn exact<T: Scalar>(got: &[T], want: &[T]) -> Check {
-        Check::close(got, want, 0.0)
-    }
-
-    /// `|got − want| ≤ tol · max(1, |want|)` elementwise (allclose).
-    pub fn close<T: Scalar>(got: &[T], want: &[T], tol: f64) -> Check {
-        let mut c = Check {
-            tol,
-            ..Check::default()
-        };
-        if got.len() != want.len() {
-            c.max_diff = f64::INFINITY;
-            c.worst = Some((
-                got.len().min(want.len()),
-                got.len() as f64,
-                want.len() as f64,
-            ));
-            return c;
-        }
-        for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let (g, w) = (g.to_f64(), w.to_f64());
-            let d = (g - w).abs() / w.abs().max(1.0);
-            if d > c.max_diff || (d.is_nan() && !c.max_diff.is_nan()) {
-                c.max_diff = d;
-                c.worst = Some((i, g, w));
-            }
-        }
-        c
-    }
-
-    /// Both must pass.
-    pub fn and(self, other: Check) -> Check {
-        if other.failed() && !self.failed() || other.max_diff > self.max_diff {
-            other
-        } else {
-            self
-        }
-    }
-
-    /// Whether the difference exceeds the tolerance (or is NaN).
-    pub fn failed(&self) -> bool {
-        self.max_diff.is_nan() || self.max_diff > self.tol
-    }
-}
-
 /// A tutorial program: a kernel that runs on every rank.
 pub trait Program: Send + Sync + 'static {
     /// Window sizes in bytes the program needs (every rank has them).
@@ -162,40 +115,6 @@ pub trait Program: Send + Sync + 'static {
         &self,
         dev: Arc<Device<R>>,
     ) -> impl Future<Output = Result<Check>> + Send;
-}
-
-/// Deterministic input of rank `rank`: small integers (exact in every
-/// dtype), different on every rank and element.
-pub fn input<T: Scalar>(name: &str, rank: u32, shape: Shape2) -> Tensor<T> {
-    Tensor::from_fn(name, shape, |i| {
-        T::from_f64(((rank as usize * 31 + i * 7) % 23) as f64 - 11.0)
-    })
-}
-
-/// The host's N-D input `[nranks, rows, cols]` (the tutorial's
-/// `torch.randn((N_RANKS, 1, SIZE))`, made deterministic): its index `r`
-/// (`x[r]`) is rank r's [`input`].
-pub fn input_nd<T: Scalar>(name: &str, nranks: u32, per_rank: Shape2) -> Tensor<T> {
-    Tensor {
-        name: name.into(),
-        shape: [u64::from(nranks) * per_rank[0], per_rank[1]],
-        dims: vec![u64::from(nranks), per_rank[0], per_rank[1]],
-        data: (0..nranks)
-            .flat_map(|r| input::<T>(name, r, per_rank).data)
-            .collect(),
-    }
-}
-
-/// The golden of an all-reduce: the elementwise sum of every `x[r]`.
-pub fn sum_of_slices<T: Scalar>(x: &Tensor<T>) -> Result<Vec<T>> {
-    let n = x.dims().first().copied().unwrap_or(0);
-    let mut acc = x.index(0)?.data;
-    for r in 1..n {
-        for (a, v) in acc.iter_mut().zip(x.index(r)?.data) {
-            *a = a.add(v);
-        }
-    }
-    Ok(acc)
 }
 
 /// Parses the command line, runs `make(args)`'s program on every rank,
@@ -300,18 +219,6 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
     }
 }
 
-/// Each device id names one rank: a duplicate is an error naming it.
-pub fn check_devices(ids: &[u32]) -> Result<()> {
-    for (i, id) in ids.iter().enumerate() {
-        if let Some(j) = ids[..i].iter().position(|d| d == id) {
-            return Err(Error::Usage(format!(
-                "-d lists device {id} twice (positions {j} and {i}); each rank needs its own device id"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// `--compile-only`: runs the kernel on every rank against a
 /// [`Planner`] and returns, per rank, the messages it would send.
 pub async fn plan<P: Program>(args: &Args, program: Arc<P>) -> Result<String> {
@@ -348,154 +255,6 @@ pub async fn plan<P: Program>(args: &Args, program: Arc<P>) -> Result<String> {
         for m in sent {
             out.push_str(&format!("  {m}\n"));
         }
-    }
-    Ok(out)
-}
-
-/// Starts `n` embedded ranks on free loopback ports, connected to each other.
-pub async fn start_ranks(
-    n: u32,
-    transport: TransportKind,
-    windows: &[(String, u64)],
-    sync_timeout: Duration,
-) -> Result<Vec<Rank>> {
-    start_ranks_with(n, transport, windows, sync_timeout, CheckedMode::Off).await
-}
-
-/// [`start_ranks`] with checked mode `checked` on every rank.
-pub async fn start_ranks_with(
-    n: u32,
-    transport: TransportKind,
-    windows: &[(String, u64)],
-    sync_timeout: Duration,
-    checked: CheckedMode,
-) -> Result<Vec<Rank>> {
-    if n == 0 {
-        return Err(Error::Usage("-d names no device".into()));
-    }
-    let mut peers = Vec::new();
-    for _ in 0..n {
-        let port = pld_server::transport::free_loopback_port()
-            .map_err(|e| Error::Usage(format!("no free loopback port: {e}")))?;
-        peers.push(format!("127.0.0.1:{port}"));
-    }
-    // The ranks authenticate each other under a CA that lives as long as
-    // this launch.
-    let security = pld_server::tls::ClusterCa::throwaway(n).map_err(|e| Error::Rma {
-        rank: 0,
-        reason: pld_proto::rma::Reason::reason(&e).into(),
-        message: format!("cannot make the cluster's TLS material: {e}"),
-    })?;
-    let mut set = tokio::task::JoinSet::new();
-    for (r, security) in (0..n).zip(security) {
-        let mut c = Config::new(r, peers.clone());
-        c.security = security;
-        c.transport = transport;
-        c.windows = windows
-            .iter()
-            .map(|(name, size)| WindowConfig {
-                name: name.clone(),
-                size: *size,
-            })
-            .collect();
-        c.sync_timeout = sync_timeout;
-        c.connect_timeout = Duration::from_secs(20);
-        c.checked = checked;
-        set.spawn(async move { (r, Rank::start(c).await) });
-    }
-    let mut ranks: Vec<Option<Rank>> = (0..n).map(|_| None).collect();
-    while let Some(j) = set.join_next().await {
-        let (r, rank) = j.map_err(|e| Error::Usage(format!("a rank failed to start: {e}")))?;
-        ranks[r as usize] = Some(rank.map_err(|e| Error::Rma {
-            rank: r,
-            reason: pld_proto::rma::Reason::reason(&e).into(),
-            message: format!("cannot start: {e}"),
-        })?);
-    }
-    Ok(ranks.into_iter().flatten().collect())
-}
-
-/// Zeroes the program's part of every daemon's windows, each rank its
-/// own, then waits for all: a kernel sees zeroed windows, as it does on
-/// fresh in-process ranks, whatever earlier runs left in the daemons.
-pub async fn clear<R: Rma + 'static>(
-    devices: &[Arc<Device<R>>],
-    windows: &[(String, u64)],
-) -> Result<()> {
-    let mut set = tokio::task::JoinSet::new();
-    for dev in devices {
-        let (dev, windows) = (dev.clone(), windows.to_vec());
-        set.spawn(async move {
-            let rma = dev.rma();
-            let err = |e: R::Error| Error::Rma {
-                rank: rma.rank(),
-                reason: pld_proto::rma::Reason::reason(&e).into(),
-                message: format!("clearing the windows: {e}"),
-            };
-            for (name, bytes) in &windows {
-                let win = rma.window(name).map_err(err)?;
-                rma.put(rma.rank(), win, 0, &vec![0u8; *bytes as usize])
-                    .await
-                    .map_err(err)?;
-            }
-            rma.barrier().await.map_err(err)
-        });
-    }
-    while let Some(j) = set.join_next().await {
-        j.map_err(|e| Error::Usage(format!("clearing the windows failed: {e}")))??;
-    }
-    Ok(())
-}
-
-/// Connects to `args.daemons` (in rank order) and makes a device of each,
-/// with the program's windows (`needs`).
-pub async fn connect(
-    args: &Args,
-    profile: Profile,
-    needs: &[(String, u64)],
-    symmetry: &Arc<Symmetry>,
-) -> Result<Vec<Arc<Device<pld_client::Client>>>> {
-    let mut out = Vec::new();
-    for (i, addr) in args.daemons.iter().enumerate() {
-        let opts = pld_client::ClientOptions {
-            token: args.token.clone(),
-            ..Default::default()
-        };
-        let c = pld_client::Client::connect_with(addr, opts)
-            .await
-            .map_err(|e| Error::Rma {
-                rank: i as u32,
-                reason: pld_proto::rma::Reason::reason(&e).into(),
-                message: e.to_string(),
-            })?;
-        if c.rank() != i as u32 || c.nranks() != args.daemons.len() as u32 {
-            return Err(Error::Usage(format!(
-                "--daemons lists {addr} as rank {i} of {}, but it is rank {} of {}; list the daemons in rank order",
-                args.daemons.len(),
-                c.rank(),
-                c.nranks()
-            )));
-        }
-        // The program gets the part of each window it asked for.
-        let mut windows = Vec::new();
-        for (name, need) in needs {
-            let have = c.info().windows.iter().find(|w| &w.name == name);
-            match have {
-                Some(w) if w.size >= *need => windows.push((name.clone(), *need)),
-                _ => {
-                    return Err(Error::Usage(format!(
-                        "the daemon at {addr} has {}; this program needs window '{name}' of {need} bytes \
-                         (pld-daemon --window {name}=SIZE)",
-                        have.map_or("no such window".to_string(), |w| format!(
-                            "'{name}' of {} bytes",
-                            w.size
-                        ))
-                    )));
-                }
-            }
-        }
-        let dev = Device::new(Arc::new(c), profile, windows).with_symmetry(symmetry.clone());
-        out.push(Arc::new(dev));
     }
     Ok(out)
 }
