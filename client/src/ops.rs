@@ -217,9 +217,23 @@ impl Client {
         Ok(())
     }
 
-    /// Waits until every op the daemon's rank issued has completed.
+    /// Waits until every op the daemon's rank issued has completed (for at
+    /// most the daemon's op timeout).
     pub async fn quiet(&self) -> Result<()> {
-        self.call(pb::QuietRequest { timeout_ms: 0 }, |mut g, r| async move {
+        self.quiet_ms(0).await
+    }
+
+    /// [`Client::quiet`] for at most `timeout` (whole milliseconds, at
+    /// least one): then it fails naming the ops still outstanding.
+    pub async fn quiet_within(&self, timeout: std::time::Duration) -> Result<()> {
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.quiet_ms(ms).await
+    }
+
+    async fn quiet_ms(&self, timeout_ms: u64) -> Result<()> {
+        self.call(pb::QuietRequest { timeout_ms }, |mut g, r| async move {
             g.quiet(r).await
         })
         .await?;

@@ -124,6 +124,13 @@ pub trait Rma: Send + Sync {
     /// Waits until every op this rank issued has completed.
     fn quiet(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
+    /// [`Rma::quiet`] for at most `timeout`: then it fails naming the ops
+    /// still outstanding.
+    fn quiet_within(
+        &self,
+        timeout: std::time::Duration,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
     /// Orders this rank's puts, atomics and notifies to `peer`: those after
     /// the fence are applied after those before it.
     fn fence(&self, peer: u32) -> Result<(), Self::Error>;
@@ -268,6 +275,12 @@ macro_rules! impl_rma {
             }
             async fn quiet(&self) -> ::std::result::Result<(), $err> {
                 <$ty>::quiet(self).await
+            }
+            async fn quiet_within(
+                &self,
+                timeout: ::std::time::Duration,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::quiet_within(self, timeout).await
             }
             fn fence(&self, peer: u32) -> ::std::result::Result<(), $err> {
                 <$ty>::fence(self, peer)

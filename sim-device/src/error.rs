@@ -14,10 +14,10 @@ pub enum Error {
     /// A local Tensor was passed where a DistributedTensor (a window view)
     /// is required.
     #[error(
-        "{call} needs a DistributedTensor, but '{name}' is a local Tensor that no peer can reach; \
-         allocate the shared buffer in a window (Device::alloc) and pass that view"
+        "{call} needs a DistributedTensor, but {what} that no peer can reach; allocate the shared \
+         buffer with alloc_window_buffer and pass a window view of it"
     )]
-    NotDistributed { call: &'static str, name: String },
+    NotDistributed { call: String, what: String },
     /// A region outside the tensor it addresses.
     #[error(
         "{call}: the region at [{row}, {col}] of shape [{rows}, {cols}] does not fit in '{name}' of shape \

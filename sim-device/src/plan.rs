@@ -184,6 +184,9 @@ impl Rma for Planner {
     async fn quiet(&self) -> Result<(), PlanError> {
         Ok(())
     }
+    async fn quiet_within(&self, _timeout: std::time::Duration) -> Result<(), PlanError> {
+        Ok(())
+    }
     fn fence(&self, _peer: u32) -> Result<(), PlanError> {
         Ok(())
     }

@@ -10,7 +10,8 @@ can do: decorators, annotations, running each rank's kernel in a thread,
 converting arrays.
 """
 
+from . import errors
 from ._native import PldError
 
-__all__ = ["PldError"]
+__all__ = ["PldError", "errors"]
 __version__ = "0.1.0"

@@ -25,8 +25,9 @@ def _program_line(tb):
     return f"{f.filename}:{f.lineno} ({f.line})"
 
 
-class RacesFound(RuntimeError):
-    """``--checked``: accesses that no barrier, wait or atomic ordered."""
+# ``--checked``: accesses that no barrier, wait or atomic ordered (the
+# device's error kind `Races`).
+RacesFound = _native.Races
 
 
 def _cancelled(e):
@@ -76,7 +77,11 @@ def execute(host, platform):
         if causes:
             r = causes[0]
             e, line = failures[r]
-            raise RunError(f"rank {r} failed at {line}: {e}") from e
+            why = f"rank {r} failed at {line}: {e}"
+            # A device error keeps its kind (`except pld.errors.WaitTimeout`).
+            if isinstance(e, _native.PldError):
+                raise type(e)(why) from e
+            raise RunError(why) from e
         cluster.check_symmetric()
         races = cluster.race_reports()
         if races:

@@ -87,20 +87,20 @@ macro_rules! tiled {
 tiled!(f32 => F32, f16 => F16, f64 => F64, i32 => I32, i16 => I16, i8 => I8, i64 => I64);
 
 impl AnyTile {
-    /// The tile's dtype name.
-    pub(crate) fn dtype(&self) -> &'static str {
+    /// The tile's dtype.
+    pub(crate) fn dtype(&self) -> pld_proto::Dtype {
+        use pld_proto::Dtype;
         match self {
-            AnyTile::F32(_) => "fp32",
-            AnyTile::F16(_) => "fp16",
-            AnyTile::F64(_) => "fp64",
-            AnyTile::I32(_) => "int32",
-            AnyTile::I16(_) => "int16",
-            AnyTile::I8(_) => "int8",
-            AnyTile::I64(_) => "int64",
+            AnyTile::F32(_) => Dtype::Fp32,
+            AnyTile::F16(_) => Dtype::Fp16,
+            AnyTile::F64(_) => Dtype::Fp64,
+            AnyTile::I32(_) => Dtype::Int32,
+            AnyTile::I16(_) => Dtype::Int16,
+            AnyTile::I8(_) => Dtype::Int8,
+            AnyTile::I64(_) => Dtype::Int64,
         }
     }
 
-    /// `(shape, valid_shape, bytes of the whole tile)`.
     pub(crate) fn parts(&self) -> ([u64; 2], [u64; 2], Vec<u8>) {
         fn of<T: pld_proto::Scalar>(t: &Tile<T>) -> ([u64; 2], [u64; 2], Vec<u8>) {
             (

@@ -14,6 +14,9 @@ mod driver;
 mod dtype;
 mod errors;
 mod rank;
+mod system;
+mod tensor;
+mod tile;
 
 use pld_client::Client;
 use pld_server::{CheckedMode, Rank, TransportKind};

@@ -1,6 +1,7 @@
 """Fixtures: the ``pld-pypto`` command of the installed package, and real
 ``pld-daemon`` processes for the runs against daemons."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -52,10 +53,10 @@ def _ports(n: int) -> list:
     return [int(p) for p in out.stdout.split()]
 
 
-@pytest.fixture(scope="module")
-def daemons():
-    """Two pld-daemons (QUIC, mutual TLS), their gRPC addresses joined."""
-    n = 2
+@contextlib.contextmanager
+def running_daemons(n, *extra):
+    """``n`` pld-daemons (mutual TLS, ``extra`` flags each), started and
+    ready; yields their processes and gRPC addresses, and kills them."""
     ports = _ports(2 * n)
     peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
     grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
@@ -63,8 +64,7 @@ def daemons():
     subprocess.run([daemon_bin(), "certs", "--ranks", str(n), "--out", tls], check=True, stdout=subprocess.DEVNULL)
     procs = [
         subprocess.Popen(
-            [daemon_bin(), "--rank", str(r), "--peers", peers, "--tls-dir", tls, "--grpc", grpc[r],
-             "--window", "data=32MiB", "--window", "signal=64KiB", "--sync-timeout", "20s"],
+            [daemon_bin(), "--rank", str(r), "--peers", peers, "--tls-dir", tls, "--grpc", grpc[r], *extra],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         for r in range(n)
@@ -79,9 +79,17 @@ def daemons():
                     pytest.fail(f"a pld-daemon exited before it was ready: {p.wait()}")
                 if " ready on " in line:
                     break
-        yield ",".join(grpc)
+        yield procs, grpc
     finally:
         for p in procs:
             p.kill()
             p.wait()
         shutil.rmtree(tls, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def daemons():
+    """Two pld-daemons (QUIC, mutual TLS), their gRPC addresses joined."""
+    extra = ("--window", "data=32MiB", "--window", "signal=64KiB", "--sync-timeout", "20s")
+    with running_daemons(2, *extra) as (_, grpc):
+        yield ",".join(grpc)

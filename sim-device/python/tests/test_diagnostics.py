@@ -47,7 +47,7 @@ print("OK")
 CASES = {
     "a_distributed_tensor_passed_as_a_tensor": (
         "    pld.get_comm_ctx(x)",
-        "get_comm_ctx needs a DistributedTensor, but its operand is a local Tensor that no peer can reach",
+        "get_comm_ctx needs a DistributedTensor, but 'host array [64, 1024]' is a local Tensor that no peer can reach",
     ),
     "fp32_scalar_arithmetic_on_a_peer_index": (
         "    pld.tile.remote_load(data, peer=(me + 1.0) % 2, offsets=[0, 0], shape=[1, 64])",
@@ -141,7 +141,7 @@ def test_shapes_too_large_for_anything_are_refused_not_overflowed():
             lambda: r0.tile_from(b"", huge, [1, 1], "fp32"),
             lambda: r0.check_view((0, [1 << 40, 1 << 40, 1 << 40], "fp32")),
             lambda: r0.put(view, 1, b"", huge),
-            lambda: r0.tensor_remote_store(b"", huge, view, 1, [0, 0], False),
+            lambda: r0.remote_store((b"", huge), view, 1, [0, 0], False),
             lambda: r0.load(view, [0, 0], huge),
             lambda: r0.get(view, 1, b"", huge),
             lambda: r0.alloc_window_buffer("too big", (1 << 64) - 1),

@@ -129,7 +129,12 @@ impl<R: Rma> Device<R> {
             .await
             .map_err(|e| Error::Rma {
                 rank: me,
-                reason: pld_proto::rma::Reason::reason(&e).into(),
+                // The device's barrier is waits on signal cells: a rank that
+                // never arrives is a barrier's timeout to the program.
+                reason: match (call, pld_proto::rma::Reason::reason(&e)) {
+                    ("barrier", "WAIT_TIMEOUT") => "BARRIER_TIMEOUT".into(),
+                    (_, reason) => reason.into(),
+                },
                 message: format!(
                     "{call} on signal '{}', {step}: rank {from} never arrived at cell [{}, {}]: {e}",
                     signal.name(),

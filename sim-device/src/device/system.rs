@@ -50,15 +50,27 @@ impl<R: Rma> Device<R> {
         &self,
         op: impl Into<Operand<'a, T>>,
     ) -> Result<CommCtx> {
+        self.distributed("get_comm_ctx", op)
+            .map(|dt| self.get_comm_ctx(dt))
+    }
+
+    /// The window view `call` needs, from an operand of any kind (as a
+    /// dynamic language passes it): a local Tensor or a Tile, which no peer
+    /// can reach, is refused with the fix.
+    pub fn distributed<'a, T: Scalar + 'a>(
+        &self,
+        call: &str,
+        op: impl Into<Operand<'a, T>>,
+    ) -> Result<&'a DistributedTensor<T>> {
         match op.into() {
-            Operand::Distributed(dt) => Ok(self.get_comm_ctx(dt)),
+            Operand::Distributed(dt) => Ok(dt),
             Operand::Tensor(t) => Err(Error::NotDistributed {
-                call: "get_comm_ctx",
-                name: t.name.clone(),
+                call: call.into(),
+                what: format!("'{}' is a local Tensor", t.name),
             }),
             Operand::Tile(_) => Err(Error::NotDistributed {
-                call: "get_comm_ctx",
-                name: "a tile".into(),
+                call: call.into(),
+                what: "its operand is a tile, on-chip data".into(),
             }),
         }
     }
@@ -195,5 +207,11 @@ impl<R: Rma> Device<R> {
     /// Waits for every op this rank issued.
     pub async fn quiet(&self) -> Result<()> {
         self.rma.quiet().await.map_err(self.rma_err())
+    }
+
+    /// [`Device::quiet`] for at most `timeout`: then it fails naming the
+    /// ops still outstanding.
+    pub async fn quiet_within(&self, timeout: std::time::Duration) -> Result<()> {
+        self.rma.quiet_within(timeout).await.map_err(self.rma_err())
     }
 }

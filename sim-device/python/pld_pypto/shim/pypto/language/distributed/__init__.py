@@ -10,7 +10,7 @@ import sys
 import types
 
 import numpy as np
-from pld_pypto import kernel, runtime
+from pld_pypto import errors, kernel, runtime  # noqa: F401 - `pld.errors`
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy, dtype_name
 from pld_pypto.runtime import HostBuffer, ViewSpec
@@ -69,13 +69,15 @@ class CommCtx:
 
 
 def _need_dt(call, x):
-    if not isinstance(x, _DT):
-        what = "a local Tensor" if isinstance(as_numpy(x), np.ndarray) else f"a {type(x).__name__}"
-        raise TypeError(
-            f"{call} needs a DistributedTensor, but its operand is {what} that no peer can reach; "
-            "allocate the shared buffer with pld.alloc_window_buffer + pld.window and pass that view"
-        )
-    return x
+    """``x``, a window view; a tile or a host array is the device's
+    ``NotDistributed`` error (``pld.errors.NotDistributed``)."""
+    if isinstance(x, _DT):
+        return x
+    a = as_numpy(x)
+    if isinstance(x, Tile) or isinstance(a, np.ndarray):
+        name = "a tile" if isinstance(x, Tile) else f"host array {list(a.shape)}"
+        kernel.rank().need_distributed(call, _operand(x), name)
+    raise TypeError(f"{call} needs a DistributedTensor, not a {type(x).__name__}")
 
 
 def world_size():
@@ -161,29 +163,41 @@ def _remote_load(target, peer, offsets, shape, valid_shape=None):
     return Tile(t)
 
 
-def _tile_remote_store(src_tile, target, peer, offsets, atomic=AtomicType.None_):
-    _need_dt("pld.tile.remote_store", target)
-    if not isinstance(src_tile, Tile):
-        raise TypeError("pld.tile.remote_store stores a tile; for a tensor use pld.tensor.remote_store")
-    kernel.rank().remote_store(src_tile.native, target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic))
-
-
-def _tensor_remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
-    _need_dt("pld.tensor.remote_store", target)
+def _operand(src):
+    """A remote_store source as the native call takes it: a tile, a
+    window view, or local data with its 2-D shape."""
+    if isinstance(src, Tile):
+        return src.native
+    if isinstance(src, _DT):
+        return src.spec()
     a = np.ascontiguousarray(as_numpy(src))
     a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
-    kernel.rank().tensor_remote_store(
-        a2.tobytes(), list(a2.shape), target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic)
+    return (a2.tobytes(), list(a2.shape))
+
+
+def _store(call, src, target, peer, offsets, atomic):
+    _need_dt(call, target)
+    kernel.rank().remote_store(
+        _operand(src), target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic)
     )
 
 
-def remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
-    """``pld.remote_store``: dispatches on a Tile or a Tensor."""
+def _tile_remote_store(src_tile, target, peer, offsets, atomic=AtomicType.None_):
+    if not isinstance(src_tile, Tile):
+        raise TypeError("pld.tile.remote_store stores a tile; for a tensor use pld.tensor.remote_store")
+    _store("pld.tile.remote_store", src_tile, target, peer, offsets, atomic)
+
+
+def _tensor_remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
     if isinstance(src, Tile):
-        return _tile_remote_store(src, target, peer, offsets, atomic=atomic)
-    if isinstance(src, _DT):
-        raise TypeError(f"remote_store: the source '{src.name}' is a window view; load it into a tile first, or move it with put")
-    return _tensor_remote_store(src, target, peer, offsets, atomic=atomic)
+        raise TypeError("pld.tensor.remote_store stores a tensor; for a tile use pld.tile.remote_store")
+    _store("pld.tensor.remote_store", src, target, peer, offsets, atomic)
+
+
+def remote_store(src, target, peer, offsets, atomic=AtomicType.None_):
+    """``pld.remote_store``: the device dispatches on the operand (a Tile or
+    a Tensor; a window view is its error)."""
+    _store("pld.remote_store", src, target, peer, offsets, atomic)
 
 
 def _region(dst_offsets, src_offsets, shape):
