@@ -15,7 +15,7 @@
 //! Python client (`python -m pld_client.bench`) times the same calls
 //! against the same daemons right after, as most programs meet pld.
 
-use crate::Proc;
+use crate::procs::Proc;
 use anyhow::{Context, bail};
 use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{GetRequest, PutRequest};

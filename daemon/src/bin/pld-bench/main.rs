@@ -12,246 +12,27 @@
 //! this binary; rank 0 runs in this process. `grpc` starts two daemons per
 //! transport and progress mode and times gRPC calls against them instead.
 
+mod cli;
 mod crypto;
 mod grpc;
 mod measure;
+mod procs;
 mod raw;
 mod report;
 mod scale;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use pld_server::config::{parse_duration, parse_size};
+use cli::{BENCHES, Cli, EXTRA, WINDOWS, config, loopback};
 use pld_server::transport::free_loopback_port;
-use pld_server::{Config, Progress, Rank, TransportKind};
+use pld_server::{Progress, Rank, TransportKind};
+use procs::{Proc, me_as, peak_mem, sibling};
 use report::{Baselines, Figure};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-const BENCHES: [&str; 14] = [
-    "crypto_floor",
-    "raw_rtt",
-    "raw_bw",
-    "put_lat",
-    "get_lat",
-    "acc_lat",
-    "fetch_add_lat",
-    "put_bw",
-    "get_bw",
-    "bibw",
-    "msg_rate",
-    "acc_rate",
-    "barrier_lat",
-    "peak_mem",
-];
-/// Benchmarks that `all` does not include: `grpc` starts daemons of every
-/// transport and progress mode itself, whatever the flags say; `scale`
-/// starts `--ranks` processes (meant for 16, 32, 64).
-const EXTRA: [&str; 2] = ["grpc", "scale"];
-
-/// pld's micro-benchmarks: latency, bandwidth, message rate and barrier
-/// latency, next to the raw floor of the transport measured in the same run.
-#[derive(Debug, Parser)]
-#[command(name = "pld-bench", version)]
-struct Cli {
-    /// What to measure: `all`, or any of raw_rtt raw_bw put_lat get_lat
-    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate acc_rate barrier_lat
-    /// peak_mem crypto_floor; or `grpc`: the client plane's unary 8 B calls (health
-    /// Check, Put and Get to the own and a remote rank) over both transports
-    /// and both progress modes, each as a ratio of the Check; or `scale`:
-    /// `--ranks` processes (16,32,64) — time to form the cluster, memory
-    /// per rank, barrier and all-reduce latency.
-    #[arg(default_value = "all")]
-    benches: Vec<String>,
-    /// Peer-plane transport: quic or tcp.
-    #[arg(long, default_value = "quic")]
-    transport: TransportKind,
-    /// sleep, or spin (busy-poll on origin and target).
-    #[arg(long, default_value = "sleep")]
-    progress: Progress,
-    /// With --progress spin: back off after this long without traffic.
-    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
-    spin_idle: Duration,
-    /// Run every rank with the race detector (`--checked`): its cost.
-    #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off")]
-    checked: pld_server::CheckedMode,
-    /// One JSON object per line instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Message sizes (KiB/MiB suffixes), comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = parse_size,
-          default_value = "8,64,512,4096,65536,1MiB,4MiB,16MiB,64MiB")]
-    sizes: Vec<u64>,
-    /// Rank counts for barrier_lat and scale, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
-    ranks: Vec<u32>,
-    /// Run the target rank in this process (on its own thread) instead of
-    /// starting a pld-daemon.
-    #[arg(long)]
-    in_process: bool,
-    /// Join a running cluster instead: every rank's HOST:PORT in rank order.
-    #[arg(long, value_delimiter = ',')]
-    peers: Vec<String>,
-    /// With --peers: this process's rank.
-    #[arg(long, default_value_t = 0)]
-    rank: u32,
-    /// With --peers: the rank to measure against.
-    #[arg(long, default_value_t = 1)]
-    target: u32,
-    /// Open MPI's one-sided benchmark script (../shared/bench/mpi-rma/run.sh):
-    /// run it in the same run and print pld / MPI ratios.
-    #[arg(long)]
-    mpi: Option<PathBuf>,
-    /// A tenth of the iterations: a smoke run.
-    #[arg(long)]
-    quick: bool,
-    /// Puts in flight before each `quiet` in msg_rate (OSU's window size).
-    /// Other than 64, the figures are named `msg_rate_w<N>` and
-    /// `msg_rate_nb_w<N>`: a sweep splits a window's time into its fixed
-    /// part (one round trip) and the cost per op. (MPI's message rate is
-    /// its 8 B `put_bw`, a window of 64.)
-    #[arg(long, default_value_t = measure::WINDOW as u16, value_parser = clap::value_parser!(u16).range(1..))]
-    window: u16,
-    /// Mutual TLS between the benchmark's ranks, with this material (made
-    /// by `pld-daemon certs`). Without it the peer plane runs --insecure,
-    /// as MPI does: QUIC still encrypts, TCP is plaintext.
-    #[arg(long)]
-    tls_dir: Option<PathBuf>,
-    /// With `grpc`: also time the calls from Python, with this interpreter
-    /// (one that has `pld-client` installed, e.g. target/venv/bin/python).
-    #[arg(long)]
-    python: Option<PathBuf>,
-    /// Internal: run as a helper process (raw-server, barrier-rank).
-    #[arg(long, hide = true)]
-    internal: Option<String>,
-    #[arg(long, hide = true)]
-    listen: Option<SocketAddr>,
-    #[arg(long, hide = true, default_value = "tokio")]
-    raw_impl: String,
-    #[arg(long, hide = true, default_value_t = 0)]
-    iters: usize,
-}
-
-impl Cli {
-    fn progress(&self) -> Progress {
-        self.progress.with_spin_idle(self.spin_idle)
-    }
-    fn wants(&self, b: &str) -> bool {
-        self.benches
-            .iter()
-            .any(|x| x == b || (x == "all" && !EXTRA.contains(&b)))
-    }
-}
-
-/// Windows of the benchmark cluster: room for a 64 MiB put and a 64 MiB get
-/// side by side (bibw).
-const WINDOWS: [&str; 2] = ["data=136MiB", "signal=64KiB"];
-const BARRIER_WINDOWS: [&str; 1] = ["data=64KiB"];
-
-fn config(rank: u32, peers: &[String], cli: &Cli, windows: &[&str]) -> anyhow::Result<Config> {
-    let mut c = Config::new(rank, peers.to_vec());
-    c.transport = cli.transport;
-    c.progress = cli.progress();
-    c.checked = cli.checked;
-    c.windows = windows
-        .iter()
-        .map(|w| w.parse())
-        .collect::<Result<_, _>>()
-        .map_err(anyhow::Error::msg)?;
-    c.connect_timeout = Duration::from_secs(30);
-    c.op_timeout = Duration::from_secs(60);
-    c.sync_timeout = Duration::from_secs(120);
-    c.security = match &cli.tls_dir {
-        Some(dir) => pld_server::Security::from_dir(dir, rank)?,
-        None => pld_server::Security::Insecure,
-    };
-    Ok(c)
-}
-
-fn loopback(n: usize) -> anyhow::Result<Vec<String>> {
-    (0..n)
-        .map(|_| Ok(format!("127.0.0.1:{}", free_loopback_port()?)))
-        .collect()
-}
-
-/// A child process, killed when dropped.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    /// Waits for the child's first stdout line (its ready line).
-    fn ready(&mut self) -> anyhow::Result<String> {
-        let out = self.0.stdout.take().context("child stdout")?;
-        Self::read_ready(out)
-    }
-
-    /// The first line of a child's stdout (its ready line); blocks.
-    fn read_ready(out: std::process::ChildStdout) -> anyhow::Result<String> {
-        let mut line = String::new();
-        BufReader::new(out).read_line(&mut line)?;
-        if line.is_empty() {
-            bail!("the child exited before it was ready");
-        }
-        Ok(line)
-    }
-}
-
-fn sibling(name: &str) -> anyhow::Result<PathBuf> {
-    let me = std::env::current_exe()?;
-    let p = me.with_file_name(name);
-    if !p.exists() {
-        bail!(
-            "{} not found next to pld-bench: build it first (cargo build --release -p pld-server)",
-            p.display()
-        );
-    }
-    Ok(p)
-}
-
-fn me_as(cli: &Cli, internal: &str) -> anyhow::Result<Command> {
-    let mut c = Command::new(std::env::current_exe()?);
-    c.args([
-        "--internal",
-        internal,
-        "--transport",
-        &cli.transport.to_string(),
-    ])
-    .args(["--progress", &cli.progress.to_string()])
-    .args(["--spin-idle", &format!("{}ms", cli.spin_idle.as_millis())])
-    .arg(format!("--checked={}", cli.checked))
-    .stdout(Stdio::piped());
-    if let Some(dir) = &cli.tls_dir {
-        c.arg("--tls-dir").arg(dir);
-    }
-    Ok(c)
-}
-
-/// A memory figure of a process's `/proc/PID/status` (`VmHWM:` peak
-/// resident, `VmRSS:` resident), in MiB.
-fn status_mib(pid: u32, field: &str) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with(field))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
-fn peak_mem(pid: u32) -> Option<f64> {
-    status_mib(pid, "VmHWM:")
-}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

@@ -5,7 +5,8 @@
 //! has run its barriers, and the mean latency of a barrier and of an
 //! all-reduce of 8 fp32 values (mesh: P puts per rank, two barriers).
 
-use super::{BARRIER_WINDOWS, Cli, Proc, config, loopback, me_as, status_mib};
+use crate::cli::{BARRIER_WINDOWS, Cli, config, loopback};
+use crate::procs::{Proc, me_as, status_mib};
 use crate::report::Figure;
 use pld_proto::ReduceOp;
 use pld_proto::collective::{self as coll, Algo, Scratch};
