@@ -42,7 +42,7 @@ impl fmt::Display for TransportKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Progress {
     /// Sleep until the kernel reports data: kind to shared hosts, but every
-    /// wake-up costs a thread wake (~70 µs on our machines).
+    /// wake-up costs a thread wake (docs/PERFORMANCE.md).
     #[default]
     Sleep,
     /// Busy-poll the transport while there was traffic within `idle`, then

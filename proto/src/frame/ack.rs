@@ -3,8 +3,8 @@
 //!
 //! Every put, atomic add and notify is answered by an ack, alone or in a
 //! cumulative run. Building a `Header` for each, moving it through the
-//! generic decoder and matching its body cost a lone put's origin ~500
-//! instructions (callgrind), a fifth of its reader's work. So an ack
+//! generic decoder and matching its body was a large share of a lone
+//! put's reader's work (docs/PERFORMANCE.md). So an ack
 //! without a checked-mode stamp or a payload is encoded straight from its
 //! two fields, and a frame that is such an ack, whole in the buffer, is
 //! read straight into them. The bytes are exactly those of

@@ -4,9 +4,8 @@
 //! A window of 8-byte puts is the message-rate benchmark, and the kernels
 //! that scatter small stores and counter updates live on it. Building a
 //! `Header` for each op, matching its body and moving it through the
-//! generic decoder cost more than the op itself (callgrind: ~450
-//! instructions of a put's ~970 at the target went to taking its header
-//! off the stream; an atomic add cost ~1 700 more than a put, end to end).
+//! generic decoder cost more than the op itself (docs/PERFORMANCE.md,
+//! "Why the code is shaped so").
 //! So a put or an atomic add without a region or a checked-mode stamp is
 //! encoded straight from its fields, and a frame that is such a store,
 //! whole in the buffer, is read straight into them. The bytes are exactly
@@ -159,8 +158,8 @@ fn decode_store(bytes: &[u8]) -> Option<(u64, Store, u32, u64)> {
 /// [`encode_store_head`] writes for a nonzero id: `08 id 1a len [08 window]
 /// [10 offset]` for a put, `08 id 2a len [08 window] [10 offset] [18
 /// dtype]` for an atomic add. The shape is checked byte by byte — no loop
-/// over fields, no field table — which takes a third off the target's
-/// cost of a put's header (callgrind: 96 → 67 instructions); anything else
+/// over fields, no field table — cheaper at the target than the flat
+/// decoder's loop (docs/PERFORMANCE.md); anything else
 /// (`None`) is left to `decode_flat`, which reads every shape prost does.
 /// Whatever this accepts (explicit zero fields and long varints included),
 /// `decode_flat` reads as the same store.

@@ -14,8 +14,8 @@ use tokio::sync::Notify;
 ///
 /// Whoever writes takes the writer out ([`Lease`]) and puts it back when
 /// done, under a plain lock held only for the exchange: the serve task's
-/// writes cost two uncontended lock round trips (a `tokio::sync::Mutex`
-/// cost a lone put ~290 instructions, callgrind). The serve task waits
+/// writes cost two uncontended lock round trips, where an async mutex
+/// cost every reply a future (docs/PERFORMANCE.md). The serve task waits
 /// while a signal is out on the connection; the barrier never waits: it
 /// signals on its link instead.
 #[derive(Debug)]

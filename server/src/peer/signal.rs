@@ -10,9 +10,9 @@
 //! where data going the other way carries the acknowledgement for free. On
 //! loopback that packet costs the receiving rank a transmit and the sending
 //! rank a receive, each through the whole stack: two processes exchanging
-//! 13-byte messages over a connection each way took 1.4–1.5x as long as
+//! small messages over a connection each way take markedly longer than
 //! over one connection both ways (`scripts/pair-exchange.c`;
-//! docs/PERFORMANCE.md, "Round two, twelfth pass").
+//! docs/PERFORMANCE.md, "Why the code is shaped so").
 //!
 //! So a pair's signals go both ways on the connection the *lower* rank of
 //! the two dialed: the lower rank signals on its link, the higher one on
@@ -25,8 +25,8 @@
 //!
 //! In round k rank r signals r + 2^k and hears r − 2^k, so at larger P
 //! most pairs still signal one way only (at a power of two, both ways only
-//! in the last round), and the saving is largest at small P: TCP segments
-//! per barrier 3.0 → 2.0 at P = 2, 12.1 → 10.8 at 4, 38.5 → 37.1 at 8.
+//! in the last round), and the saving is largest at small P (TCP segments
+//! per barrier in docs/PERFORMANCE.md).
 
 use super::RankState;
 use pld_proto::MsgKind;

@@ -4,8 +4,8 @@
 //!
 //! Without it every `quiet` (and every barrier, whose first step is one)
 //! looked at every link: two locks and a read lock on P − 1 links, each on
-//! cache lines of its own — 80 instructions a link and a cache miss or
-//! more each, O(P) for a program that only ever talks to its neighbours.
+//! cache lines of its own — locks and cache misses per link, O(P) for a
+//! program that only ever talks to its neighbours (docs/PERFORMANCE.md).
 //! With it, a quiet reads P − 1 flags from one array and looks only at the
 //! links that were sent something since.
 //!

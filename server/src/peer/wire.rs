@@ -38,7 +38,7 @@ pub(crate) struct FrameReader {
     /// Bytes at the front of `buf` that `consume_store` / `consume_ack`
     /// took: released by the next method that needs the stream's front
     /// ([`FrameReader::settle`]), so that a run of puts costs one
-    /// `BytesMut::advance` instead of one per frame (~30 instructions each).
+    /// `BytesMut::advance` instead of one per frame.
     taken: usize,
     /// A frame taken since the last read woke a task (see
     /// [`FrameReader::woke_a_task`]): the next [`FrameReader::fill`]
@@ -210,7 +210,7 @@ impl FrameReader {
     /// that most likely finds nothing (the next frame is a round trip
     /// away). On a lone op's path that read, and the reactor check of a
     /// reader with nothing outstanding, were two `recv`s between its reply
-    /// and its caller (~0.5 us here; docs/PERFORMANCE.md, tenth pass).
+    /// and its caller (docs/PERFORMANCE.md).
     pub fn woke_a_task(&mut self) {
         self.yield_first = true;
     }

@@ -107,8 +107,8 @@ impl Rank {
     /// outbox is full). `None` where it cannot go that way — too large, no
     /// link (`peer` is this rank), a rejoining peer — and the caller takes
     /// the handle path; otherwise the link to flush now, if any. Not an
-    /// `async fn`: a future of its own per op would cost the message-rate
-    /// path ~90 instructions (callgrind).
+    /// `async fn`: a future of its own per op shows on the message-rate
+    /// path (docs/PERFORMANCE.md).
     #[inline(always)]
     pub(super) fn queue_in_place(
         &self,

@@ -26,17 +26,16 @@ pub struct TransportSettings {
     /// Mutual TLS or none (see [`crate::tls`]).
     pub security: Security,
     /// UDP segmentation offload (GSO): batches of datagrams in one send.
-    /// Needed on 1500-byte paths (4x the bandwidth there); on loopback,
-    /// where MTU discovery reaches 64 KiB datagrams, it loses the tails of
-    /// transfers (a 64 KiB put took 75 ms) and caps a stream at ~850 MB/s,
-    /// so loopback clusters turn it off (docs/PERFORMANCE.md).
+    /// Needed on 1500-byte paths (several times the bandwidth there); on
+    /// loopback, where MTU discovery reaches 64 KiB datagrams, it loses the
+    /// tails of transfers and caps a stream's bandwidth, so loopback
+    /// clusters turn it off (docs/PERFORMANCE.md).
     pub segmentation_offload: bool,
     /// The path MTU when it is known (loopback: 64 KiB datagrams): QUIC
     /// starts there instead of discovering it. Discovery sends probes
     /// padded to their size, and quinn reads padding one byte-long frame
-    /// at a time: on loopback the probes of one connection cost ~4 ms of
-    /// CPU, which made 64 ranks (4 032 connections) on two cores take 20 s
-    /// to form.
+    /// at a time: on loopback the probes of every connection made a
+    /// 64-rank cluster take many seconds to form (docs/PERFORMANCE.md).
     pub known_mtu: Option<u16>,
 }
 
@@ -127,8 +126,8 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     // declared lost, and a lost one is declared lost only when the probe
     // timeout fires (RTT + 4 RTT variance + the peer's 25 ms ACK delay).
     // With quinn's 14 720-byte initial window one 64 KiB probe alone fills
-    // the window, so every op behind it waited for that: ~25-45 ms stalls
-    // of remote ops at the start of each connection and at each periodic
+    // the window, so every op behind it waited for that: stalls of
+    // remote ops at the start of each connection and at each periodic
     // re-probe (issue 12). A window of several probes lets ops pass a probe
     // in flight, lost or not; ranks sit on one LAN or host, where a burst of
     // this size is what any TCP stream sends too.

@@ -1,7 +1,8 @@
 //! Busy-polled TCP: the `--progress spin` transport.
 //!
-//! Waking a sleeping thread costs ~70 µs on our machines; a busy-polled
-//! loopback round trip costs ~8 µs. A [`SpinTcp`] socket therefore reads
+//! Waking a sleeping thread costs several times a busy-polled loopback
+//! round trip on our machines (docs/PERFORMANCE.md). A [`SpinTcp`] socket
+//! therefore reads
 //! and writes with plain non-blocking syscalls, and when one would block it
 //! asks to be polled again at once instead of waiting for epoll (see
 //! [`again`]): the thread never sleeps. Once the socket has
@@ -13,7 +14,7 @@
 //! spins holds the core the rank it waits for needs: a polling thread then
 //! sleeps after [`PARK_AFTER`] empty polls in a row, and a barrier round
 //! costs a wake-up instead of the rotation of every spinner on the core
-//! (at P = 8 on two cores, ~210 µs → 130–180 µs; docs/PERFORMANCE.md).
+//! (docs/PERFORMANCE.md).
 
 use socket2::SockRef;
 use std::future::Future;
@@ -38,7 +39,7 @@ fn now_ns() -> u64 {
 /// future. (A plain `wake_by_ref` would put the task straight back in the
 /// run queue, and the scheduler runs up to 61 queued polls before it looks
 /// at `block_on` again: a spinning reader then delays the very caller it
-/// just woke by ~30 µs.)
+/// just woke.)
 fn defer<T>(cx: &mut Context<'_>) -> Poll<T> {
     let mut y = std::pin::pin!(tokio::task::yield_now());
     // The first poll of a yield registers the deferred wake and is Pending.

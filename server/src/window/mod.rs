@@ -162,7 +162,7 @@ impl Window {
         len: u64,
         dtype: Dtype,
     ) -> Result<Range<usize>, AccessError> {
-        // Sizes are powers of two: a mask, not a division (~40 instructions).
+        // Sizes are powers of two: a mask, not a division (every op checks).
         let (size, mask) = (dtype.size(), (dtype.size() as u64).wrapping_sub(1));
         if offset & mask != 0 {
             return Err(AccessError::MisalignedOffset {

@@ -1,8 +1,8 @@
 //! [`Driver`]: the runtime of one run's ranks, and how a Python thread
 //! waits on it without paying a thread wake-up per op.
 //!
-//! A thread asleep costs ~70 us to wake on our machines — more than a
-//! loopback TCP op itself. The Rust device pays none: its kernel task, the
+//! A thread asleep costs more to wake on our machines than a loopback TCP
+//! op itself (docs/PERFORMANCE.md). The Rust device pays none: its kernel task, the
 //! target's server and the origin's reader run on one worker, which polls
 //! the sockets itself between them. A Python rank's op crosses threads
 //! twice: the request reaches a worker asleep in epoll, and the reply
@@ -20,9 +20,9 @@
 //!
 //! One worker: the ranks' servers then run where the pacer keeps the
 //! sockets polled. With two, the pacer's yields kept waking the second to
-//! steal work, which took the core from the Python threads (256 B TCP
-//! `remote_load` 66 us with two workers, 35 us with one; QUIC 68 / 39 us;
-//! the Python threads themselves are the rest of the parallelism).
+//! steal work, which took the core from the Python threads (one worker
+//! was nearly twice as fast: docs/PERFORMANCE.md; the Python threads
+//! themselves are the rest of the parallelism).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -44,7 +44,7 @@ type R<T> = anyhow::Result<T>;
 /// `$name` (`$nbi`: an op without a handle) and `${name}_nb` (`$nb`: with
 /// one, dropped at once), `_w<N>` after them with `--window N`. A macro,
 /// not a function taking a closure: a future per op around the op's own
-/// cost the put window ~60 instructions an op (callgrind).
+/// would be measured with it.
 macro_rules! window_rate {
     ($b:expr, $name:expr, $nbi:expr, $nb:expr) => {{
         let iters = if $b.quick { 100 } else { 1000 };

@@ -3,8 +3,8 @@
 //! A put, get, atomic, notify or barrier request, and an ack, value or get
 //! reply, is a header whose body is a flat message of varint fields — no
 //! region, no checked-mode stamp. prost spends more on such a header than
-//! the target spends applying the op (a third of the per-op cost of an
-//! 8-byte put, measured with callgrind). Here those shapes are written as
+//! the target spends applying the op (docs/PERFORMANCE.md, "Why the code
+//! is shaped so"). Here those shapes are written as
 //! protobuf writes them — the same bytes prost produces, zero fields left
 //! out, fields in number order — and read back when they arrive in that
 //! form. Anything else (another body, a region, a stamp, a field repeated
@@ -116,8 +116,8 @@ pub(super) fn put_varint(out: &mut [u8], at: &mut usize, mut v: u64) {
 /// the hand-written frames of the small-op path (`store`, `ack`): at most
 /// three fields, so the body (at most 33 bytes) has a one-byte length,
 /// written after it.
-/// (`N` is a constant, so the loop over the fields unrolls: with a slice it
-/// cost a put 25 instructions more than the hand-written sequence.)
+/// (`N` is a constant, so the loop over the fields unrolls, as a slice's
+/// would not: the small-op path counts instructions.)
 #[inline]
 pub(super) fn encode_flat_head<const N: usize>(
     id: u64,
@@ -128,7 +128,7 @@ pub(super) fn encode_flat_head<const N: usize>(
 ) {
     const { assert!(N <= 3, "a one-byte body length") };
     // The stack buffer fits the fields: zeroing room for a third field
-    // cost a put and an ack ~11 instructions each (callgrind). `N` is a
+    // shows on every put and ack. `N` is a
     // constant, so one branch remains.
     if N <= 2 {
         let mut frame = [0u8; super::PREFIX_LEN + 11 + 2 + 1 + 2 * 11];

@@ -204,8 +204,8 @@ impl Outbox {
     /// The link's flusher task: each scheduled flush writes what the queue
     /// holds until it finds it empty; the task ends once the link is lost.
     /// One task for the link's life, woken through `wake`, rather than a
-    /// task spawned per scheduled flush: a spawn per op cost a lone op
-    /// about an eighth of its round trip (docs/PERFORMANCE.md).
+    /// task spawned per scheduled flush: a spawn per op showed in a lone
+    /// op's round trip (docs/PERFORMANCE.md).
     pub async fn flusher(link: Arc<Link>) {
         loop {
             link.outbox.wake.notified().await;

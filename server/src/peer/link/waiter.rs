@@ -72,8 +72,8 @@ type Done = HashMap<u64, Result<Reply>, BuildHasherDefault<IdHasher>>;
 
 /// Hashes an op id with one multiplication. The ids in `done` are this
 /// link's own (a reply's id enters only once it completed an outstanding
-/// op), so nobody can choose them to collide; SipHash, std's default, cost
-/// a blocking op ~400 instructions for its insert and remove.
+/// op), so nobody can choose them to collide; SipHash, std's default, was
+/// a visible part of a blocking op's cost for its insert and remove.
 #[derive(Debug, Default)]
 pub(crate) struct IdHasher(u64);
 
