@@ -1,5 +1,5 @@
 //! Generates the tonic client and server of `service Pld` from
-//! `proto/pld/v1/*.proto` (compiled with protox: no system `protoc`), with
+//! `proto/pld/v1/pld.proto` (compiled with protox: no system `protoc`), with
 //! every message type taken from `pld_proto::v1` rather than generated
 //! again; and the encoded descriptor set that server reflection serves, and
 //! [`Method`], from the same compile.
@@ -10,18 +10,11 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../proto");
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    let dir = root.join("pld/v1");
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(&dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "proto") {
-            println!("cargo:rerun-if-changed={}", path.display());
-            files.push(path);
-        }
+    // The service's file; protox brings its imports (types.proto) along.
+    for f in ["pld/v1/pld.proto", "pld/v1/types.proto"] {
+        println!("cargo:rerun-if-changed={}", root.join(f).display());
     }
-    files.sort();
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let fds = protox::compile(&files, [&root])?;
+    let fds = protox::compile(["pld/v1/pld.proto"], [&root])?;
     std::fs::write(out.join("pld_descriptor.bin"), fds.encode_to_vec())?;
     std::fs::write(out.join("pld_methods.rs"), methods(&fds)?)?;
     tonic_prost_build::configure()

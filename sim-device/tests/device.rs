@@ -88,7 +88,7 @@ fn every_mistake_is_caught_before_anything_is_sent_and_says_the_fix() {
         let expect = [
             (
                 "get_comm_ctx needs a DistributedTensor, but 'x' is a local Tensor",
-                "allocate the shared buffer in a window",
+                "allocate the shared buffer with alloc_window_buffer and pass a window view of it",
             ),
             (
                 "the source 'data' is a window view",

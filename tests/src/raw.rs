@@ -192,7 +192,8 @@ impl RawPeer {
 }
 
 /// A fake rank on TCP: answers every handshake as rank `me` and hands the
-/// test each connection, with the bytes already read after the hello.
+/// test each connection, with the bytes already read after the hello;
+/// it stops listening when the test drops the receiver.
 pub async fn fake_rank(
     listener: tokio::net::TcpListener,
     me: u32,
@@ -201,28 +202,42 @@ pub async fn fake_rank(
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
+        loop {
+            // The test dropping its receiver closes the listener at once.
+            let (mut s, _) = tokio::select! {
+                _ = tx.closed() => return,
+                a = listener.accept() => match a {
+                    Ok(a) => a,
+                    Err(_) => return,
+                },
+            };
             let mut buf = bytes::BytesMut::new();
             let mut dec = Decoder::expecting_preamble(1 << 20);
+            // A dial the rank gave up on (closed, reset) is no reason to
+            // stop accepting its next one.
             let their = loop {
                 if let Some(f) = dec.decode(&mut buf).expect("a valid hello") {
-                    break f;
+                    break Some(f);
                 }
-                if s.read_buf(&mut buf).await.expect("read") == 0 {
-                    return;
+                match s.read_buf(&mut buf).await {
+                    Ok(0) | Err(_) => break None,
+                    Ok(_) => {}
                 }
             };
-            let Some(Body::Hello(h)) = their.header.body else {
+            let Some(Body::Hello(h)) = their.and_then(|f| f.header.body) else {
+                continue;
+            };
+            if tx.is_closed() {
                 return;
-            };
+            }
             let reply = Header {
                 id: 0,
                 body: Some(Body::Hello(hello(me, nranks, "pld"))),
                 checked: None,
             };
-            s.write_all(&frame::encode(&reply, &[]))
-                .await
-                .expect("reply");
+            if s.write_all(&frame::encode(&reply, &[])).await.is_err() {
+                continue;
+            }
             if tx.send((h.rank, s, buf)).await.is_err() {
                 return;
             }

@@ -48,7 +48,7 @@ async fn rank_one_beside_a_fake_rank_zero(peers: &[String]) -> (Rank, FakeEnd) {
 fn a_higher_rank_signals_a_lower_one_on_the_connection_the_lower_one_dialed() {
     run(Duration::from_secs(60), async {
         let peers = loopback_peers(2);
-        let (rank, mut link_end) = rank_one_beside_a_fake_rank_zero(&peers).await;
+        let (rank, link_end) = rank_one_beside_a_fake_rank_zero(&peers).await;
         // The fake rank 0 dials rank 1, and a request answered on that
         // connection shows that rank 1 serves it.
         let mut raw = RawPeer::connect_with(TransportKind::Tcp, &peers[1], 1, Security::Insecure)
@@ -65,23 +65,58 @@ fn a_higher_rank_signals_a_lower_one_on_the_connection_the_lower_one_dialed() {
         let answer = raw.request(get, 7, &[]).await;
         assert_eq!(answer.header.id, 7, "{answer:?}");
 
-        let barrier = tokio::spawn(async move {
-            let r = rank.barrier_within(Duration::from_secs(20)).await;
-            (rank, r)
-        });
         // Rank 1's signal comes on the connection rank 0 dialed, and rank
         // 0's signal on the same connection completes rank 1's barrier.
-        let f = raw.read_frame().await.expect("rank 1's barrier signal");
-        assert_signal(&f, 1, 0);
-        raw.send(&frame::encode(&signal(1, 0), &[])).await;
-        let (rank, r) = barrier.await.unwrap();
-        r.unwrap();
-        // Rank 1's own link to rank 0 carried no signal: the first frame
-        // on it is a put issued after the barrier (the link is ordered, so
-        // a signal sent there would come first).
+        // Only while the serve task is still handing back that
+        // connection's writer (the Get's reply just went out) does rank 1
+        // signal on its own link instead; then the fake answers there and
+        // the next barrier tries again.
+        let mut raw_read = tokio::spawn(async move {
+            let f = raw.read_frame().await;
+            (raw, f)
+        });
+        let (mut rank, mut link_end) = (Some(rank), Some(link_end));
+        let mut epoch = 1;
+        let link_read = loop {
+            let r = rank.take().unwrap();
+            let barrier = tokio::spawn(async move {
+                let res = r.barrier_within(Duration::from_secs(20)).await;
+                (r, res)
+            });
+            let mut end = link_end.take().unwrap();
+            let mut link_read = tokio::spawn(async move {
+                let f = end.next().await;
+                (end, f)
+            });
+            tokio::select! {
+                got = &mut raw_read => {
+                    let (mut raw, f) = got.unwrap();
+                    assert_signal(&f.expect("rank 1's barrier signal"), epoch, 0);
+                    raw.send(&frame::encode(&signal(epoch, 0), &[])).await;
+                    let (r, res) = barrier.await.unwrap();
+                    res.unwrap();
+                    rank = Some(r);
+                    break link_read;
+                }
+                got = &mut link_read => {
+                    let (mut end, f) = got.unwrap();
+                    assert_signal(&f, epoch, 0);
+                    end.reply(signal(epoch, 0)).await;
+                    let (r, res) = barrier.await.unwrap();
+                    res.unwrap();
+                    (rank, link_end) = (Some(r), Some(end));
+                    epoch += 1;
+                    assert!(epoch < 20, "rank 1 never signalled on the connection rank 0 dialed");
+                }
+            }
+        };
+        let rank = rank.unwrap();
+        // Rank 1's own link to rank 0 carried no signal in that barrier:
+        // the next frame on it is a put issued after the barrier (the link
+        // is ordered, so a signal sent there would come first).
         let data = rank.window("data").unwrap();
         let put = rank.put_nb(0, data, 0, b"marker").await.unwrap();
-        let f = link_end.next().await;
+        let (mut link_end, f) = link_read.await.unwrap();
         assert!(
             matches!(f.header.body, Some(Body::Put(_))),
             "rank 1 signalled on its own link too: {f:?}"
@@ -135,7 +170,10 @@ fn a_barrier_signal_a_lost_link_could_not_carry_is_sent_first_on_the_next_link()
         let rank = Rank::start(c).await.unwrap();
         let data = rank.window("data").unwrap();
         let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed the fake");
-        // The fake rank 1 goes away; rank 0 sees its link lost.
+        // The fake rank 1 goes away, and stops listening: rank 0 sees its
+        // link lost, and its redials (every second) fail until the fake
+        // listens again below.
+        drop(conns);
         drop(FakeEnd::new(stream, buf));
         match rank.put(1, data, 0, b"x").await {
             Err(pld_server::Error::PeerLost { rank: 1, .. }) => {}
@@ -156,6 +194,19 @@ fn a_barrier_signal_a_lost_link_could_not_carry_is_sent_first_on_the_next_link()
         );
         // The link comes back (rank 0 dials again every second): the first
         // frame on it is the kept signal, and the barrier completes.
+        // (The fake's task lets go of the old listener as it ends.)
+        let listening = std::time::Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match tokio::net::TcpListener::bind(&peers[1]).await {
+                Ok(l) => break l,
+                Err(e) if std::time::Instant::now() < listening => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(e) => panic!("the fake's old listener never closed: {e}"),
+            }
+        };
+        let mut conns = fake_rank(listener, 1, 2).await;
         let (_, stream, buf) = conns.recv().await.expect("rank 0 dialed again");
         let mut end = FakeEnd::new(stream, buf);
         let fake = tokio::spawn(async move {
