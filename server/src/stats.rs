@@ -251,6 +251,7 @@ pub(crate) struct SentTally {
 
 impl SentTally {
     /// One frame of `bytes` bytes issuing an `op`.
+    #[inline]
     pub(crate) fn add(&mut self, stats: &Stats, op: OpKind, kind: MsgKind, bytes: usize) {
         self.frames += 1;
         self.bytes += bytes as u64;

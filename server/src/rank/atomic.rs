@@ -8,7 +8,7 @@ use super::handle::{self, OpHandle};
 use super::{Rank, Target, WindowId, check};
 use crate::error::{AccessError, Result};
 use crate::peer::link::outbox::COALESCE_MAX;
-use crate::peer::link::{Issue, Link, Pending, ReplyTo};
+use crate::peer::link::{Handle, Implicit, Issue, Link, Pending};
 use crate::window::{Window, check_fits};
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::Store;
@@ -73,13 +73,7 @@ impl Rank {
         // A small add (a counter's) is queued without an await, as a
         // small put is.
         if operands.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let add = Issue::store(
-                Store::add(dtype),
-                win.0,
-                offset,
-                operands,
-                ReplyTo::Handle(None),
-            );
+            let add = Issue::store(Store::add(dtype), win.0, offset, operands, Handle);
             let (id, full) = link.queue(add)?;
             if full {
                 link.flush().await;
@@ -115,7 +109,7 @@ impl Rank {
         self.check_add(peer, win, offset, dtype, operands)?;
         // Queued in place, as a small put_nbi is.
         let (store, window) = (Store::add(dtype), win.0);
-        let add = || Issue::store(store, window, offset, operands, ReplyTo::Implicit);
+        let add = || Issue::store(store, window, offset, operands, Implicit);
         let queue = |link: &Arc<Link>| Ok(link.queue(add())?.1);
         if let Some(queued) = self.queue_in_place(peer, operands.len(), queue) {
             if let Some(link) = queued? {

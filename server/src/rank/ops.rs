@@ -6,7 +6,7 @@ use super::handle::{self, Finish, OpHandle};
 use super::{Parts, Rank, Target, WindowId, check, contiguous, pieces, region};
 use crate::error::{AccessError, Result};
 use crate::peer::link::outbox::COALESCE_MAX;
-use crate::peer::link::{Issue, Link, Pending, ReplyTo};
+use crate::peer::link::{Handle, HandleInto, Implicit, Issue, Landing, Link, Pending};
 use crate::transport::Raw;
 use crate::window::Window;
 use bytes::{Bytes, BytesMut};
@@ -55,7 +55,7 @@ impl Rank {
         // A small put (the common op) is queued without an await: no write
         // happens unless the outbox is full.
         if data.len() <= link.peer_max_payload.min(COALESCE_MAX) {
-            let put = Issue::store(Store::Put, win.0, offset, data, ReplyTo::Handle(None));
+            let put = Issue::store(Store::Put, win.0, offset, data, Handle);
             let (id, full) = link.queue(put)?;
             if full {
                 link.flush().await;
@@ -84,7 +84,7 @@ impl Rank {
         let op = store.op();
         // One frame: no chunk plan, no span.
         if data.len() <= link.peer_max_payload {
-            let store = Issue::store(store, win.0, offset, data, ReplyTo::Handle(None));
+            let store = Issue::store(store, win.0, offset, data, Handle);
             let pending = link.request(store).await?;
             return Ok(OpHandle::one(pending, check(peer, op, None), handle::acked));
         }
@@ -138,7 +138,7 @@ impl Rank {
         w.check_range(offset, data.len() as u64)
             .map_err(self.refused(op, peer))?;
         // The message-rate path: a small put on a link that is up.
-        let put = || Issue::store(Store::Put, win.0, offset, data, ReplyTo::Implicit);
+        let put = || Issue::store(Store::Put, win.0, offset, data, Implicit);
         let queue = |link: &Arc<Link>| Ok(link.queue(put())?.1);
         if let Some(queued) = self.queue_in_place(peer, data.len(), queue) {
             if let Some(link) = queued? {
@@ -257,8 +257,7 @@ impl Rank {
                 ptr: row.ptr.wrapping_add(at),
                 len: n,
             };
-            link.issue(Issue::body(body, &[], ReplyTo::Landing(part)))
-                .await?;
+            link.issue(Issue::body(body, &[], Landing(part))).await?;
         }
         Ok(())
     }
@@ -298,7 +297,7 @@ impl Rank {
                     len: n as u64,
                     region: None,
                 });
-                let into = ReplyTo::Handle(Some(buf.split_to(n)));
+                let into = HandleInto(buf.split_to(n));
                 parts.push(link.request(Issue::body(body, &[], into)).await?);
             }
             Ok(Parts::Remote(parts))
@@ -367,7 +366,7 @@ impl Rank {
         finish: Finish<T>,
     ) -> Result<OpHandle<T>> {
         let span = tracing::debug_span!("op", op = op.name(), peer = link.peer);
-        let request = Issue::body(body, &[], ReplyTo::Handle(None));
+        let request = Issue::body(body, &[], Handle);
         let pending = link.request(request).instrument(span).await?;
         Ok(OpHandle::one(pending, check(link.peer, op, None), finish))
     }

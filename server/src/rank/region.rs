@@ -11,7 +11,7 @@
 
 use super::{Rank, Target, WindowId, handle};
 use crate::error::{Error, Result};
-use crate::peer::link::{Issue, Link, Pending, Reply, ReplyTo};
+use crate::peer::link::{Handle, Issue, Link, Pending, Reply};
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::Store;
 use pld_proto::geometry::{GeometryError, byte_offset, check_buffer, plan, wire_region};
@@ -252,7 +252,7 @@ impl Rank {
                 len,
                 region: wire_region(t.dtype, t.src, c.shape),
             });
-            let get = Issue::body(body, &[], ReplyTo::Handle(None));
+            let get = Issue::body(body, &[], Handle);
             inflight.push_back((c, link.request(get).await?));
         }
         for (done, p) in inflight {
@@ -324,7 +324,7 @@ pub(super) async fn send_chunks(
         let d = t.dst.at(c.row, c.col);
         let region = wire_region(t.dtype, t.dst, c.shape);
         let body = store.body_in(win.0, d.offset * elem, region);
-        let chunk = Issue::body(body, payload, ReplyTo::Handle(None));
+        let chunk = Issue::body(body, payload, Handle);
         inflight.push_back(link.request(chunk).await?);
     }
     Ok(inflight)

@@ -7,7 +7,7 @@
 use super::{Rank, WindowId};
 use crate::error::{AccessError, Error, Result, unreachable_note};
 use crate::peer::barrier::signal_header;
-use crate::peer::link::{Issue, Link, ReplyTo};
+use crate::peer::link::{Handle, Issue, Link};
 use crate::peer::{RankState, signal};
 use pld_proto::Cmp;
 use pld_proto::barrier::{Advance, join};
@@ -314,7 +314,7 @@ impl Rank {
                     region: None,
                 });
                 let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
-                    let probe = Issue::body(probe, &[], ReplyTo::Handle(None));
+                    let probe = Issue::body(probe, &[], Handle);
                     link.request(probe).await?.wait().await
                 })
                 .await;

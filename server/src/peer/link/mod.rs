@@ -35,7 +35,7 @@ pub(crate) mod outbox;
 mod quiet;
 mod reader;
 mod waiter;
-pub(crate) use issue::{Issue, ReplyTo};
+pub(crate) use issue::{Handle, HandleInto, Implicit, Issue, Landing};
 pub(crate) use waiter::{Pending, Sink, Waiter};
 
 /// A successful reply.
@@ -108,6 +108,7 @@ impl Link {
 
     /// Lets the reader spin exactly while ops await replies (call with the
     /// table locked, so that issue and completion cannot race).
+    #[inline]
     pub(super) fn spin_for_replies(&self, ops: &PeerOps<Waiter>) {
         if let Some(s) = &self.spin {
             s.want_replies(ops.outstanding() > 0);
@@ -122,6 +123,7 @@ impl Link {
         }
     }
 
+    #[inline]
     pub(super) fn ops(&self) -> MutexGuard<'_, Table> {
         // A panic while holding this lock would be a bug in PeerOps; the
         // table is still consistent (every method leaves it whole), so keep going.

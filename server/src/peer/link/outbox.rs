@@ -78,6 +78,7 @@ struct Queue {
 
 impl Queue {
     /// The issue time of a frame queued now.
+    #[inline]
     fn stamp(&mut self) -> Instant {
         match &mut self.stamp {
             Some((t, n)) if !self.buf.is_empty() && *n < STAMP_SHARED => {
@@ -100,11 +101,36 @@ impl Queue {
     }
 }
 
-/// A frame to queue: its op and kind (for the counters) and its id.
-pub(crate) struct Queued {
-    pub(crate) op: OpKind,
-    pub(crate) kind: MsgKind,
-    pub(crate) id: u64,
+/// One frame being queued (see [`Outbox::begin`]).
+pub(crate) struct Queuing<'a> {
+    outbox: &'a Outbox,
+    q: std::sync::MutexGuard<'a, Queue>,
+    /// The frame's issue time.
+    pub(crate) now: Instant,
+    before: usize,
+}
+
+impl Queuing<'_> {
+    /// Where the frame is appended.
+    #[inline(always)]
+    pub(crate) fn buf(&mut self) -> &mut BytesMut {
+        &mut self.q.buf
+    }
+
+    /// The frame is in (an `op`, of `kind`): it is counted, a flush is
+    /// scheduled if none is; whether the queue is full enough that the
+    /// caller should [`Outbox::flush`] now.
+    #[inline(always)]
+    pub(crate) fn finish(mut self, op: OpKind, kind: MsgKind) -> bool {
+        let bytes = self.q.buf.len() - self.before;
+        let stats = self.outbox.state.stats();
+        self.q.tally.add(stats, op, kind, bytes);
+        if !self.q.scheduled {
+            self.q.scheduled = true;
+            self.outbox.wake.notify_one();
+        }
+        self.q.buf.len() >= WRITE_AT
+    }
 }
 
 impl Outbox {
@@ -117,24 +143,22 @@ impl Outbox {
         }
     }
 
-    /// Queues one frame: `encode` appends it to the buffer (with the queue
-    /// locked, so that the id it takes follows the bytes' order), given
-    /// its issue time. Nothing is written here; a flush is scheduled if
-    /// none is. Returns the frame's id and whether the queue is full
-    /// enough that the caller should [`Outbox::flush`] now.
+    /// Starts queueing one frame: the queue stays locked (so that the id
+    /// the frame takes follows the bytes' order) until
+    /// [`Queuing::finish`], which schedules a flush if none is. Nothing
+    /// is written here. (A guard rather than a closure, so that a small
+    /// put's whole path inlines.)
     #[inline(always)]
-    pub fn queue(&self, encode: impl FnOnce(&mut BytesMut, Instant) -> Queued) -> (u64, bool) {
+    pub fn begin(&self) -> Queuing<'_> {
         let mut q = self.queue.locked();
         let now = q.stamp();
         let before = q.buf.len();
-        let f = encode(&mut q.buf, now);
-        let bytes = q.buf.len() - before;
-        q.tally.add(self.state.stats(), f.op, f.kind, bytes);
-        if !q.scheduled {
-            q.scheduled = true;
-            self.wake.notify_one();
+        Queuing {
+            outbox: self,
+            q,
+            now,
+            before,
         }
-        (f.id, q.buf.len() >= WRITE_AT)
     }
 
     /// Writes one frame now, behind whatever the queue holds: `head`
