@@ -25,10 +25,12 @@ pub enum Profile {
 
 impl Profile {
     /// The profile named `a2a3sim` or `a5sim`.
+    /// The hardware names (`a2a3`, `a5`) are their simulators' profiles:
+    /// a pld rank simulates the chip whichever a program names.
     pub fn parse(s: &str) -> Option<Profile> {
         match s {
-            "a2a3sim" => Some(Profile::A2a3sim),
-            "a5sim" => Some(Profile::A5sim),
+            "a2a3sim" | "a2a3" => Some(Profile::A2a3sim),
+            "a5sim" | "a5" => Some(Profile::A5sim),
             _ => None,
         }
     }
