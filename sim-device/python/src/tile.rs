@@ -51,19 +51,22 @@ impl PyRank {
         })
     }
 
-    /// `pl.load` of this rank's window view.
+    /// `pl.load` of this rank's window view: a tile of `shape`, its
+    /// `valid` part (all of it by default) read at `offsets`.
+    #[pyo3(signature = (v, offsets, shape, valid=None))]
     fn load(
         &self,
         py: Python<'_>,
         v: View,
         offsets: [u64; 2],
         shape: [u64; 2],
+        valid: Option<[u64; 2]>,
     ) -> PyResult<NativeTile> {
         let dev = self.dev()?;
         by_dtype!(v.2.0, T => {
             let t = on_dev!(dev, d => self.run(py, async {
                 let dt = view::<T, _>(d, self.bufs(), &v)?;
-                d.load(&dt, offsets, shape).await
+                d.load_valid(&dt, offsets, shape, valid.unwrap_or(shape)).await
             }))?;
             Ok(NativeTile { tile: T::wrap(t) })
         })

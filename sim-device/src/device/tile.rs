@@ -48,15 +48,36 @@ impl<R: Rma> Device<R> {
         offsets: Shape2,
         shape: Shape2,
     ) -> Result<Tile<T>> {
-        let mut tile = Tile::alloc(&self.chip, shape, shape)?;
+        self.load_valid(src, offsets, shape, shape).await
+    }
+
+    /// `pl.load(src, offsets, shape, valid_shape=valid)`: a tile of
+    /// `shape` whose top-left `valid` part is read from `src` at `offsets`
+    /// (the region read must fit; the tile's padding is zero).
+    pub async fn load_valid<'a, T: Scalar>(
+        &self,
+        src: impl Into<Src<'a, T>>,
+        offsets: Shape2,
+        shape: Shape2,
+        valid: Shape2,
+    ) -> Result<Tile<T>> {
+        let mut tile = Tile::alloc(&self.chip, shape, valid)?;
         match src.into() {
             Src::Tensor(t) => {
-                check_region("load", &t.name, t.shape, offsets, shape)?;
-                tile.data = t.slice(offsets, shape)?.data;
+                check_region("load", &t.name, t.shape, offsets, valid)?;
+                let part = t.slice(offsets, valid)?.data;
+                for r in 0..valid[0] as usize {
+                    let (d, s, n) = (
+                        r * shape[1] as usize,
+                        r * valid[1] as usize,
+                        valid[1] as usize,
+                    );
+                    tile.data[d..d + n].copy_from_slice(&part[s..s + n]);
+                }
             }
             Src::Window(dt) => {
                 let me = self.rank();
-                self.read_region(dt, me, offsets, shape, &mut tile).await?;
+                self.read_region(dt, me, offsets, valid, &mut tile).await?;
             }
         }
         Ok(tile)

@@ -6,7 +6,7 @@ import builtins
 import contextlib
 
 import numpy as np
-from pld_pypto import kernel
+from pld_pypto import kernel, loops
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy
 from pld_pypto.program import FunctionType, Level, Role, function, jit, program
@@ -16,7 +16,7 @@ from . import distributed  # noqa: F401
 __all__ = [
     "FunctionType", "Level", "Role", "function", "jit", "program", "Tensor", "Out", "InOut",
     "Scalar", "dynamic", "load", "store", "add", "sub", "mul", "div", "max", "min", "cast",
-    "read", "write", "range", "at", "Tile",
+    "read", "write", "range", "parallel", "unroll", "pipeline", "yield_", "at", "Tile",
 ]
 
 
@@ -74,7 +74,11 @@ def dynamic(name):
     return name
 
 
-range = builtins.range  # noqa: A001
+range = loops.range  # noqa: A001
+parallel = loops.parallel
+unroll = loops.unroll
+pipeline = loops.pipeline
+yield_ = loops.yield_
 
 
 def at(level=None, **_options):
@@ -94,24 +98,36 @@ def _offsets_shape(offsets, shape, ndim):
 
 def load(src, offsets, shapes=None, valid_shape=None, shape=None):
     """``pl.load``: a region of a local tensor or of this rank's window view
-    into a tile (on chip: counted and aligned by the device)."""
+    into a tile (on chip: counted and aligned by the device). With
+    ``valid_shape``, the tile has ``shapes`` and only its top-left
+    ``valid_shape`` part is read (the rest is padding)."""
     shapes = shapes if shapes is not None else shape
     if isinstance(src, _DT):
         if len(offsets) > 2 or len(src.dims) > 2:
             return Tile(kernel.rank().load_nd(src.spec(), [int(o) for o in offsets], [int(s) for s in shapes]))
-        tile = kernel.rank().load(src.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"))
+        valid = kernel.two_d(valid_shape, "shape") if valid_shape is not None else None
+        tile = kernel.rank().load(src.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"), valid)
         return Tile(tile)
     a = as_numpy(src)
     if not isinstance(a, np.ndarray):
         raise TypeError(f"pl.load reads a Tensor or a DistributedTensor, not {type(src).__name__}")
     offsets, shapes = _offsets_shape(offsets, shapes, a.ndim)
-    for o, s, d in zip(offsets, shapes, a.shape):
+    read = shapes
+    if valid_shape is not None:
+        read = [1] * (a.ndim - len(valid_shape)) + [int(v) for v in valid_shape]
+        if len(read) != a.ndim or any(r > s for r, s in zip(read, shapes)):
+            raise ValueError(f"pl.load: valid_shape {list(valid_shape)} does not fit in the tile's shape {shapes}")
+    for o, s, d in zip(offsets, read, a.shape):
         if o < 0 or o + s > d:
-            raise IndexError(f"pl.load: the region {shapes} at {offsets} does not fit in a tensor of shape {list(a.shape)}")
-    block = a[tuple(builtins.slice(o, o + s) for o, s in zip(offsets, shapes))]
+            raise IndexError(f"pl.load: the region {read} at {offsets} does not fit in a tensor of shape {list(a.shape)}")
+    block = a[tuple(builtins.slice(o, o + s) for o, s in zip(offsets, read))]
     values = block.reshape(-1, block.shape[-1]) if block.ndim != 2 else block
-    valid = list(valid_shape) if valid_shape is not None else None
-    return Tile.of(values, valid)
+    if read == shapes:
+        return Tile.of(values)
+    rows, cols = ([1, shapes[-1]] if len(shapes) == 1 else [int(np.prod(shapes[:-1])), shapes[-1]])
+    padded = np.zeros((rows, cols), dtype=values.dtype)
+    padded[: values.shape[0], : values.shape[1]] = values
+    return Tile.of(padded, [values.shape[0], values.shape[1]])
 
 
 def store(tile, offsets, dst):
@@ -169,14 +185,19 @@ max = _binary("max", np.maximum)  # noqa: A001
 min = _binary("min", np.minimum)  # noqa: A001
 
 
-def cast(x, dtype, **_options):
-    """``pl.cast``: a tile (or tensor) converted to ``dtype``."""
-    np_dtype = kernel.NP.get(dtype.name)
+def cast(input, target_type, mode="round"):  # noqa: A002
+    """``pl.cast(input, target_type, mode="round")``: a tile, tensor or
+    scalar converted to ``target_type`` (numpy rounds to nearest even)."""
+    if mode not in ("round", 2, "rint", 1, "none", 0):
+        raise ValueError(f"pl.cast: pld-pypto rounds to nearest (mode='round'); mode={mode!r} is not supported")
+    np_dtype = kernel.NP.get(target_type.name)
     if np_dtype is None:
-        raise TypeError(f"pl.cast to {dtype!r}: pld-pypto moves fp32, fp16, fp64 and int8/16/32/64")
-    if isinstance(x, Tile):
-        return Tile.of(x.values.astype(np_dtype), x.valid_shape)
-    return as_numpy(x).astype(np_dtype)
+        raise TypeError(f"pl.cast to {target_type!r}: pld-pypto moves fp32, fp16, fp64 and int8/16/32/64")
+    if isinstance(input, Tile):
+        return Tile.of(input.values.astype(np_dtype), input.valid_shape)
+    if isinstance(input, (int, float, np.generic)):
+        return np_dtype(input).item()
+    return as_numpy(input).astype(np_dtype)
 
 
 def read(src, indices):
