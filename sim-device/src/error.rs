@@ -68,10 +68,12 @@ pub enum Error {
         capacity: u64,
         profile: &'static str,
     },
-    /// A tile whose rows are not a multiple of 32 bytes.
+    /// A tile whose rows (or, for a [N, 1] column, whose column) are not a
+    /// multiple of 32 bytes.
     #[error(
         "a [{rows}, {cols}] {dtype} tile has rows of {row_bytes} bytes; tiles are 32-byte aligned, so pad the \
-         columns to a multiple of {multiple} (and pass valid_shape for the part that holds data)"
+         columns to a multiple of {multiple}, or make it a [{multiple}k, 1] column (and pass valid_shape for the part \
+         that holds data)"
     )]
     MisalignedTile {
         rows: u64,

@@ -4,6 +4,8 @@ Knows nothing of running it (``runtime``) or of kernels (``kernel``)."""
 
 import threading
 
+from . import dims
+
 _local = threading.local()
 
 
@@ -65,7 +67,8 @@ def record(host_fn, args, kwargs, nranks):
     host = Host(nranks)
     _local.host = host
     try:
-        host_fn(*args, **kwargs)
+        with dims.bound(host_fn, args, kwargs):
+            host_fn(*args, **kwargs)
     finally:
         _local.host = None
     return host

@@ -5,6 +5,9 @@ rank's view of a window buffer; host arrays (numpy, or torch CPU tensors,
 duck-typed) stay numpy views of the caller's memory, so ``pl.Out`` /
 ``pl.InOut`` results are written back in place."""
 
+import sys
+
+import ml_dtypes
 import numpy as np
 
 from .host import ViewSpec, current_rank
@@ -13,6 +16,9 @@ from .host import ViewSpec, current_rank
 NP = {
     "fp32": np.float32,
     "fp16": np.float16,
+    # numpy has no bf16; ml_dtypes' is a numpy dtype with bf16's bits and
+    # arithmetic, so bf16 data moves as bf16 (never through float32).
+    "bf16": ml_dtypes.bfloat16,
     "fp64": np.float64,
     "int32": np.int32,
     "int16": np.int16,
@@ -27,7 +33,7 @@ def dtype_name(array):
     try:
         return NAME[np.dtype(array.dtype)]
     except KeyError:
-        raise TypeError(f"arrays of {array.dtype} are not a pld dtype (fp32, fp16, fp64, int8/16/32/64)") from None
+        raise TypeError(f"arrays of {array.dtype} are not a pld dtype (fp32, fp16, bf16, fp64, int8/16/32/64)") from None
 
 
 def as_numpy(x):
@@ -37,8 +43,19 @@ def as_numpy(x):
     if isinstance(x, np.ndarray):
         return x
     if hasattr(x, "detach") and hasattr(x, "numpy"):
-        return x.detach().numpy()
+        t = x.detach()
+        if str(getattr(t, "dtype", "")) == "torch.bfloat16":
+            # torch's bf16 cannot go through .numpy(): its int16 view can,
+            # then viewed as bf16 (the same memory, bit for bit).
+            return t.view(_torch_int16(t)).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
     return x
+
+
+def _torch_int16(t):
+    """``torch.int16`` (torch is loaded: ``t`` is one of its tensors;
+    pld-pypto itself does not depend on torch)."""
+    return sys.modules[type(t).__module__.split(".")[0]].int16
 
 
 def rank():
@@ -64,6 +81,52 @@ class DistributedTensor:
 
     def __repr__(self):
         return f"DistributedTensor({self.name!r}, {self.dims}, {self.dtype})"
+
+    def values(self):
+        """This rank's whole view, read through the device (a copy)."""
+        raw = rank().read(self.spec())
+        return np.frombuffer(raw, dtype=NP[self.dtype]).reshape(self.dims).copy()
+
+    def region(self, key):
+        """``(shape, offset)`` of ``key``: one contiguous slice ``a:b`` per
+        dimension (PyPTO's window ``tensor.slice``)."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != len(self.dims):
+            raise IndexError(f"{self!r}[...]: give one slice per dimension ({len(self.dims)})")
+        shape, offset = [], []
+        for k, d in zip(key, self.dims):
+            if not isinstance(k, slice) or k.step not in (None, 1):
+                raise IndexError(f"{self!r}[...]: window views take contiguous slices a:b per dimension, not {k!r}")
+            start, stop = int(k.start or 0), int(d if k.stop is None else k.stop)
+            if not 0 <= start <= stop <= d:
+                raise IndexError(f"{self!r}[...]: {start}:{stop} is outside dimension 0:{d}")
+            shape.append(stop - start)
+            offset.append(start)
+        return shape, offset
+
+    def __getitem__(self, key):
+        """``win[a:b, c:d]``: that region of this rank's view (a copy)."""
+        shape, offset = self.region(key)
+        return self.values()[tuple(slice(o, o + s) for o, s in zip(offset, shape))]
+
+    def __setitem__(self, key, value):
+        """``win[a:b, c:d] = x``: ``x`` stored into that region of this
+        rank's view through the device (a tile's valid part, or a tensor)."""
+        shape, offset = self.region(key)
+        values = value.valid() if isinstance(value, Tile) else np.asarray(as_numpy(value))
+        if values.size != int(np.prod(shape)):
+            raise ValueError(f"{self!r}[...] = x: x has shape {list(values.shape)}, the region {shape}")
+        self.write_region(values, shape, offset)
+
+    def write_region(self, values, shape, offset):
+        """``values`` into the ``shape`` region at ``offset`` of this rank's
+        view: a put to this rank through the device (a tensor moves by DMA,
+        so no tile alignment applies)."""
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        v2 = np.ascontiguousarray(np.asarray(values).reshape(rows, shape[-1]).astype(NP[self.dtype]))
+        r = rank()
+        region = (two_d(offset, "offsets"), [0, 0], [rows, shape[-1]])
+        r.put(self.spec(), r.rank(), v2.tobytes(), [rows, shape[-1]], region=region, add=False)
 
 
 def to_kernel_arg(a):

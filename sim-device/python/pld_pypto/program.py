@@ -3,10 +3,10 @@ the run path (``program.compile(...)``, ``ir.compile(...)``, calling the
 compiled program)."""
 
 import enum
-import os
+import pathlib
 import tempfile
 
-from . import _native, runtime
+from . import _native, dims, runtime
 
 
 class FunctionType(enum.Enum):
@@ -31,6 +31,7 @@ class Role(enum.Enum):
 
     Orchestrator = "Orchestrator"
     Worker = "Worker"
+    SubWorker = "SubWorker"
 
 
 class JitFunction:
@@ -63,7 +64,8 @@ class JitFunction:
                 f"{self.__name__} is a host orchestrator: compile it first "
                 "(program.compile(..., config=RunConfig(...)) or ir.compile(program, ...))"
             )
-        return self.fn(*args, **kwargs)
+        with dims.bound(self.fn, args, kwargs):
+            return self.fn(*args, **kwargs)
 
     def compile(self, *args, config=None, **kwargs):
         """``program.compile(x, y, config=RunConfig(...))``."""
@@ -145,9 +147,12 @@ class Compiled:
     def __init__(self, host, platform, device_ids):
         _native.check_devices([int(d) for d in device_ids])
         self.host, self.platform, self.device_ids = host, platform, list(device_ids)
-        self.output_dir = tempfile.mkdtemp(prefix=f"pld-pypto-{host.__name__}-")
-        with open(os.path.join(self.output_dir, "program.txt"), "w") as f:
-            f.write(f"{host.__name__} on {len(device_ids)} ranks ({platform}), devices {device_ids}\n")
+        # A Path, as PyPTO's: pld generates no code, so it holds only what
+        # pld ran (tests that look for generated files find none there).
+        self.output_dir = pathlib.Path(tempfile.mkdtemp(prefix=f"pld-pypto-{host.__name__}-"))
+        (self.output_dir / "program.txt").write_text(
+            f"{host.__name__} on {len(device_ids)} ranks ({platform}), devices {device_ids}\n"
+        )
 
     def __call__(self, *args, config=None, **kwargs):
         host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))

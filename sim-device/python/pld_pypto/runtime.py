@@ -8,7 +8,7 @@ the rank and the program's line."""
 import threading
 import traceback
 
-from . import _native
+from . import _native, dims
 # The recorded program lives in `host`; re-exported here, where the shim
 # and `program` have always found it.
 from .host import Host, HostBuffer, RunError, ViewSpec, _local, current_host, current_rank, record  # noqa: F401
@@ -56,7 +56,10 @@ def execute(host, platform):
             for device, fn, args, kwargs in host.dispatches:
                 if device != r:
                     continue
-                fn(*[to_kernel_arg(a) for a in args], **{k: to_kernel_arg(v) for k, v in kwargs.items()})
+                kargs = [to_kernel_arg(a) for a in args]
+                kkwargs = {k: to_kernel_arg(v) for k, v in kwargs.items()}
+                with dims.bound(fn, kargs, kkwargs):
+                    fn(*kargs, **kkwargs)
             ranks[r].complete()
         except BaseException as e:  # noqa: BLE001 - reported with its rank
             failures[r] = (e, _program_line(e.__traceback__))

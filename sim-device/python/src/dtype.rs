@@ -40,9 +40,13 @@ macro_rules! by_dtype {
                 type $T = i64;
                 $body
             }
-            other @ (pld_proto::Dtype::Bf16 | pld_proto::Dtype::Unspecified) => {
+            pld_proto::Dtype::Bf16 => {
+                type $T = half::bf16;
+                $body
+            }
+            other @ pld_proto::Dtype::Unspecified => {
                 Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "dtype {other} is not one pld-pypto moves: fp32, fp16, fp64, int8, int16, int32, int64"
+                    "dtype {other} is not one pld-pypto moves: fp32, fp16, bf16, fp64, int8, int16, int32, int64"
                 )))
             }
         }
@@ -56,6 +60,7 @@ pub(crate) use by_dtype;
 pub(crate) enum AnyTile {
     F32(Tile<f32>),
     F16(Tile<f16>),
+    Bf16(Tile<half::bf16>),
     F64(Tile<f64>),
     I32(Tile<i32>),
     I16(Tile<i16>),
@@ -84,7 +89,7 @@ macro_rules! tiled {
         }
     )*};
 }
-tiled!(f32 => F32, f16 => F16, f64 => F64, i32 => I32, i16 => I16, i8 => I8, i64 => I64);
+tiled!(f32 => F32, f16 => F16, half::bf16 => Bf16, f64 => F64, i32 => I32, i16 => I16, i8 => I8, i64 => I64);
 
 impl AnyTile {
     /// The tile's dtype.
@@ -93,6 +98,7 @@ impl AnyTile {
         match self {
             AnyTile::F32(_) => Dtype::Fp32,
             AnyTile::F16(_) => Dtype::Fp16,
+            AnyTile::Bf16(_) => Dtype::Bf16,
             AnyTile::F64(_) => Dtype::Fp64,
             AnyTile::I32(_) => Dtype::Int32,
             AnyTile::I16(_) => Dtype::Int16,
@@ -112,6 +118,7 @@ impl AnyTile {
         match self {
             AnyTile::F32(t) => of(t),
             AnyTile::F16(t) => of(t),
+            AnyTile::Bf16(t) => of(t),
             AnyTile::F64(t) => of(t),
             AnyTile::I32(t) => of(t),
             AnyTile::I16(t) => of(t),

@@ -74,7 +74,14 @@ impl<T: Scalar> Tile<T> {
         elems("tile", "a tile", &shape)?;
         let size = T::DTYPE.size() as u64;
         let row_bytes = shape[1] * size;
-        if shape[0] == 0 || shape[1] == 0 || row_bytes % 32 != 0 {
+        // A [N, 1] tile is a column vector (PTO's column-major layout): its
+        // N elements are contiguous, so the column is what is aligned.
+        let aligned = if shape[1] == 1 {
+            (shape[0] * size) % 32 == 0
+        } else {
+            row_bytes % 32 == 0
+        };
+        if shape[0] == 0 || shape[1] == 0 || !aligned {
             return Err(Error::MisalignedTile {
                 rows: shape[0],
                 cols: shape[1],

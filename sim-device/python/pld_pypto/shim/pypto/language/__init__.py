@@ -6,7 +6,9 @@ import builtins
 import contextlib
 
 import numpy as np
-from pld_pypto import kernel, loops
+import types
+
+from pld_pypto import dims, kernel, loops, ops
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy
 from pld_pypto.program import FunctionType, Level, Role, function, jit, program
@@ -17,20 +19,23 @@ __all__ = [
     "FunctionType", "Level", "Role", "function", "jit", "program", "Tensor", "Out", "InOut",
     "Scalar", "dynamic", "load", "store", "add", "sub", "mul", "div", "max", "min", "cast",
     "read", "write", "range", "parallel", "unroll", "pipeline", "yield_", "at", "Tile",
+    "slice", "assemble", "create_tensor", "matmul", "move", "const", "reshape", "row_sum",
+    "MemorySpace", "INDEX", "tile", "tensor", "array", "manual_scope",
 ]
 
 
 class DataType:
     """A pl dtype (``pl.FP32``, ...)."""
 
-    def __init__(self, name, nbytes):
-        self.name, self.nbytes = name, nbytes
+    def __init__(self, name, nbytes, label=None):
+        # `name` is the dtype the device moves; `label` the pl spelling.
+        self.name, self.nbytes, self.label = name, nbytes, label or name.upper()
 
     def get_byte(self):
         return self.nbytes
 
     def __repr__(self):
-        return f"pl.{self.name.upper()}"
+        return f"pl.{self.label}"
 
 
 FP32 = DataType("fp32", 4)
@@ -43,6 +48,8 @@ INT8 = DataType("int8", 1)
 INT64 = DataType("int64", 8)
 UINT8 = DataType("uint8", 1)
 BOOL = DataType("bool", 1)
+# An index scalar (loop bounds, offsets): a 64-bit integer.
+INDEX = DataType("int64", 8, "INDEX")
 
 
 class _Annotation:
@@ -70,8 +77,9 @@ Scalar = _Subscriptable("Scalar")
 
 
 def dynamic(name):
-    """``pl.dynamic(name)``: a symbolic dimension (annotations only)."""
-    return name
+    """``pl.dynamic(name)``: a dimension bound, per call, by the arguments
+    whose annotations use it (``pld_pypto.dims``)."""
+    return dims.DynVar(name)
 
 
 range = loops.range  # noqa: A001
@@ -96,21 +104,21 @@ def _offsets_shape(offsets, shape, ndim):
     return offsets, shape
 
 
-def load(src, offsets, shapes=None, valid_shape=None, shape=None):
+def load(tensor, offsets, shapes=None, valid_shape=None, target_memory=ops.MemorySpace.Vec, clamp=False, shape=None):
     """``pl.load``: a region of a local tensor or of this rank's window view
     into a tile (on chip: counted and aligned by the device). With
     ``valid_shape``, the tile has ``shapes`` and only its top-left
     ``valid_shape`` part is read (the rest is padding)."""
     shapes = shapes if shapes is not None else shape
-    if isinstance(src, _DT):
-        if len(offsets) > 2 or len(src.dims) > 2:
-            return Tile(kernel.rank().load_nd(src.spec(), [int(o) for o in offsets], [int(s) for s in shapes]))
+    if isinstance(tensor, _DT):
+        if len(offsets) > 2 or len(tensor.dims) > 2:
+            return Tile(kernel.rank().load_nd(tensor.spec(), [int(o) for o in offsets], [int(s) for s in shapes]))
         valid = kernel.two_d(valid_shape, "shape") if valid_shape is not None else None
-        tile = kernel.rank().load(src.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"), valid)
+        tile = kernel.rank().load(tensor.spec(), kernel.two_d(offsets, "offsets"), kernel.two_d(shapes, "shape"), valid)
         return Tile(tile)
-    a = as_numpy(src)
+    a = as_numpy(tensor)
     if not isinstance(a, np.ndarray):
-        raise TypeError(f"pl.load reads a Tensor or a DistributedTensor, not {type(src).__name__}")
+        raise TypeError(f"pl.load reads a Tensor or a DistributedTensor, not {type(tensor).__name__}")
     offsets, shapes = _offsets_shape(offsets, shapes, a.ndim)
     read = shapes
     if valid_shape is not None:
@@ -130,9 +138,13 @@ def load(src, offsets, shapes=None, valid_shape=None, shape=None):
     return Tile.of(padded, [values.shape[0], values.shape[1]])
 
 
-def store(tile, offsets, dst):
-    """``pl.store``: a tile's valid part into a local tensor or this rank's
-    window view; returns ``dst`` (the rebind idiom)."""
+def store(tile, offsets, output_tensor, shapes=None, *, atomic=None):
+    """``pl.store(tile, offsets, output_tensor, shapes=None, *, atomic=...)``:
+    a tile's valid part into a local tensor or this rank's window view;
+    returns ``output_tensor`` (the rebind idiom)."""
+    if atomic is not None and getattr(atomic, "value", atomic) != "None":
+        return ops.assemble(output_tensor, tile, offsets, atomic=atomic)
+    dst = output_tensor
     if not isinstance(tile, Tile):
         raise TypeError(f"pl.store stores a tile, not {type(tile).__name__}")
     if isinstance(dst, _DT):
@@ -192,7 +204,7 @@ def cast(input, target_type, mode="round"):  # noqa: A002
         raise ValueError(f"pl.cast: pld-pypto rounds to nearest (mode='round'); mode={mode!r} is not supported")
     np_dtype = kernel.NP.get(target_type.name)
     if np_dtype is None:
-        raise TypeError(f"pl.cast to {target_type!r}: pld-pypto moves fp32, fp16, fp64 and int8/16/32/64")
+        raise TypeError(f"pl.cast to {target_type!r}: pld-pypto moves fp32, fp16, bf16, fp64 and int8/16/32/64")
     if isinstance(input, Tile):
         return Tile.of(input.values.astype(np_dtype), input.valid_shape)
     if isinstance(input, (int, float, np.generic)):
@@ -211,8 +223,45 @@ def read(src, indices):
 
 
 def write(dst, indices, value):
-    """``pl.write``: one element of a local tensor."""
+    """``pl.write``: one element of a local tensor or of this rank's window view."""
     if isinstance(dst, _DT):
-        raise TypeError("pl.write writes a local tensor; a window view is written with pl.store")
+        idx = [int(i) for i in indices]
+        dst.write_region(np.array([value]), [1] * len(idx), idx)
+        return dst
     as_numpy(dst)[tuple(int(i) for i in indices)] = value
     return dst
+
+
+slice = ops.slice  # noqa: A001
+assemble = ops.assemble
+create_tensor = ops.create_tensor
+matmul = ops.matmul
+move = ops.move
+const = ops.const
+reshape = ops.reshape
+row_sum = ops.row_sum
+MemorySpace = ops.MemorySpace
+
+
+class manual_scope(contextlib.nullcontext):  # noqa: N801 - PyPTO's spelling
+    """``with pl.manual_scope():``: on the NPU, dependency tracking is off
+    and the program declares its edges; on pld a kernel's calls run in
+    program order, which honours every edge such a scope declares."""
+
+    def __init__(self):
+        super().__init__()
+
+
+# ``pl.tensor.*`` and ``pl.tile.*``: the tier-specific spellings of the ops
+# above (one implementation each, which accepts its tier's operands).
+tensor = types.SimpleNamespace(
+    add=add, sub=sub, mul=mul, div=div, maximum=max, minimum=min, cast=cast, slice=ops.slice,
+    assemble=ops.assemble, create=ops.create_tensor, matmul=ops.matmul, reshape=ops.reshape,
+    row_sum=ops.row_sum, read=read, write=write,
+)
+tile = types.SimpleNamespace(
+    load=load, store=store, add=add, sub=sub, mul=mul, div=div, maximum=max, minimum=min, cast=cast,
+    full=ops.full, create=ops.create, row_sum=ops.row_sum, reshape=ops.reshape, slice=ops.slice,
+    assemble=ops.assemble, move=ops.move, matmul=ops.matmul,
+)
+array = types.SimpleNamespace(create=ops.array_create, get_element=ops.array_get, update_element=ops.array_update)

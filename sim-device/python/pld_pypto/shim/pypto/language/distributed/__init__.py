@@ -2,7 +2,6 @@
 tensor tiers and the collectives, each one call into the rank's Rust
 device (which checks it and sends its messages)."""
 
-import enum
 import linecache
 import math
 import re
@@ -10,44 +9,11 @@ import sys
 import types
 
 import numpy as np
-from pld_pypto import errors, kernel, runtime  # noqa: F401 - `pld.errors`
+from pld_pypto import collectives, errors, kernel, runtime  # noqa: F401 - `pld.errors`
+from pld_pypto.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp  # noqa: F401 - `pld.ReduceOp`, ...
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy, dtype_name
 from pld_pypto.runtime import HostBuffer, ViewSpec
-
-
-class NotifyOp(enum.Enum):
-    """``pld.NotifyOp``."""
-
-    Set = "Set"
-    AtomicAdd = "AtomicAdd"
-
-
-class WaitCmp(enum.Enum):
-    """``pld.WaitCmp``."""
-
-    Eq = "Eq"
-    Ne = "Ne"
-    Gt = "Gt"
-    Ge = "Ge"
-    Lt = "Lt"
-    Le = "Le"
-
-
-class AtomicType(enum.Enum):
-    """``pld.AtomicType``."""
-
-    None_ = "None"
-    Add = "Add"
-
-
-class ReduceOp(enum.Enum):
-    """``pld.ReduceOp``."""
-
-    Sum = "Sum"
-    Max = "Max"
-    Min = "Min"
-    Prod = "Prod"
 
 
 class _DTAnnotation:
@@ -68,16 +34,8 @@ class CommCtx:
         self.rank, self.nranks = rank, nranks
 
 
-def _need_dt(call, x):
-    """``x``, a window view; a tile or a host array is the device's
-    ``NotDistributed`` error (``pld.errors.NotDistributed``)."""
-    if isinstance(x, _DT):
-        return x
-    a = as_numpy(x)
-    if isinstance(x, Tile) or isinstance(a, np.ndarray):
-        name = "a tile" if isinstance(x, Tile) else f"host array {list(a.shape)}"
-        kernel.rank().need_distributed(call, _operand(x), name)
-    raise TypeError(f"{call} needs a DistributedTensor, not a {type(x).__name__}")
+_need_dt = collectives._need_dt
+_operand = collectives.operand
 
 
 def world_size():
@@ -163,18 +121,6 @@ def _remote_load(target, peer, offsets, shape, valid_shape=None):
     return Tile(t)
 
 
-def _operand(src):
-    """A remote_store source as the native call takes it: a tile, a
-    window view, or local data with its 2-D shape."""
-    if isinstance(src, Tile):
-        return src.native
-    if isinstance(src, _DT):
-        return src.spec()
-    a = np.ascontiguousarray(as_numpy(src))
-    a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
-    return (a2.tobytes(), list(a2.shape))
-
-
 def _store(call, src, target, peer, offsets, atomic):
     _need_dt(call, target)
     kernel.rank().remote_store(
@@ -255,54 +201,6 @@ def _defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
     kernel.rank().defer_wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
 
 
-def _barrier(signal):
-    _need_dt("pld.tensor.barrier", signal)
-    kernel.rank().barrier(signal.spec())
-    return signal
-
-
-def _allreduce(target, signal=None, *, op=ReduceOp.Sum, mode="mesh"):
-    _need_dt("pld.tensor.allreduce", target)
-    if signal is None:
-        raise ValueError("pld.tensor.allreduce in a kernel needs its signal: allreduce(target, signal, op=..., mode=...)")
-    kernel.rank().collective("allreduce", target.spec(), _need_dt("allreduce", signal).spec(), op=op.value, mode=mode)
-    return target
-
-
-def _broadcast(target, signal, *, root):
-    _need_dt("pld.tensor.broadcast", target)
-    kernel.rank().collective("broadcast", target.spec(), _need_dt("broadcast", signal).spec(), root=int(root))
-    return target
-
-
-def _reduce_scatter(target, signal, *, op=ReduceOp.Sum):
-    _need_dt("pld.tensor.reduce_scatter", target)
-    kernel.rank().collective("reduce_scatter", target.spec(), _need_dt("reduce_scatter", signal).spec(), op=op.value)
-    return target
-
-
-def _pushed(name, local, target, signal):
-    _need_dt(f"pld.tensor.{name}", target)
-    s = _need_dt(name, signal).spec()
-    if isinstance(local, _DT):
-        kernel.rank().collective(name, target.spec(), s, src_view=local.spec())
-    else:
-        a = np.ascontiguousarray(as_numpy(local))
-        a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
-        if dtype_name(a2) != target.dtype:
-            a2 = a2.astype(kernel.NP[target.dtype])
-        kernel.rank().collective(name, target.spec(), s, data=a2.tobytes(), shape=list(a2.shape))
-    return target
-
-
-def _allgather(local_data, target, signal):
-    return _pushed("allgather", local_data, target, signal)
-
-
-def _all_to_all(input, target, signal):  # noqa: A002
-    return _pushed("all_to_all", input, target, signal)
-
-
 system = types.SimpleNamespace(
     world_size=world_size, get_comm_ctx=get_comm_ctx, rank=rank, nranks=nranks,
     notify=_notify, wait=_wait, defer_wait=_defer_wait,
@@ -310,12 +208,13 @@ system = types.SimpleNamespace(
 tile = types.SimpleNamespace(remote_load=_remote_load, remote_store=_tile_remote_store)
 tensor = types.SimpleNamespace(
     alloc_window_buffer=alloc_window_buffer, window=window, remote_store=_tensor_remote_store,
-    put=_put, get=_get, barrier=_barrier, allreduce=_allreduce, broadcast=_broadcast,
-    reduce_scatter=_reduce_scatter, allgather=_allgather, all_to_all=_all_to_all,
+    put=_put, get=_get, barrier=collectives.barrier, allreduce=collectives.allreduce,
+    broadcast=collectives.broadcast, reduce_scatter=collectives.reduce_scatter,
+    allgather=collectives.allgather, all_to_all=collectives.all_to_all, all_to_all_v=collectives.all_to_all_v,
 )
 remote_load = _remote_load
 notify = _notify
 wait = _wait
-barrier = _barrier
+barrier = collectives.barrier
 put = _put
 get = _get
