@@ -61,6 +61,12 @@ class Host:
             )
         self.dispatches.append((device, fn, args, kwargs))
 
+    def step(self, fn, args, kwargs):
+        """A host call (a SubWorker) in program order: it runs once every
+        rank finished what was dispatched before it, and before anything
+        dispatched after it starts."""
+        self.dispatches.append((None, fn, args, kwargs))
+
 
 def record(host_fn, args, kwargs, nranks):
     """Runs the host function once, recording; returns the Host."""

@@ -7,29 +7,54 @@ duck-typed) stay numpy views of the caller's memory, so ``pl.Out`` /
 
 import sys
 
-import ml_dtypes
 import numpy as np
 
 from .host import ViewSpec, current_rank
 
 # pld dtype name <-> numpy dtype.
-NP = {
+class _Dtypes(dict):
+    """numpy has no bf16: ml_dtypes' bfloat16 is a numpy dtype with bf16's
+    bits and arithmetic, so bf16 data moves as bf16 (never through
+    float32). Imported on first use (its import costs half a second)."""
+
+    def __missing__(self, name):
+        if name != "bf16":
+            raise KeyError(name)
+        return _bf16()
+
+
+NP = _Dtypes({
     "fp32": np.float32,
     "fp16": np.float16,
-    # numpy has no bf16; ml_dtypes' is a numpy dtype with bf16's bits and
-    # arithmetic, so bf16 data moves as bf16 (never through float32).
-    "bf16": ml_dtypes.bfloat16,
     "fp64": np.float64,
     "int32": np.int32,
     "int16": np.int16,
     "int8": np.int8,
     "int64": np.int64,
-}
+})
 NAME = {np.dtype(v): k for k, v in NP.items()}
+
+
+def np_dtype(name):
+    """The numpy dtype of pld dtype ``name``, or None."""
+    try:
+        return NP[name]
+    except KeyError:
+        return None
+
+
+def _bf16():
+    import ml_dtypes  # noqa: PLC0415 - see _Dtypes
+
+    dict.__setitem__(NP, "bf16", ml_dtypes.bfloat16)
+    NAME[np.dtype(ml_dtypes.bfloat16)] = "bf16"
+    return ml_dtypes.bfloat16
 
 
 def dtype_name(array):
     """The pld dtype of a numpy array."""
+    if np.dtype(array.dtype).name == "bfloat16":
+        _bf16()
     try:
         return NAME[np.dtype(array.dtype)]
     except KeyError:
@@ -47,7 +72,7 @@ def as_numpy(x):
         if str(getattr(t, "dtype", "")) == "torch.bfloat16":
             # torch's bf16 cannot go through .numpy(): its int16 view can,
             # then viewed as bf16 (the same memory, bit for bit).
-            return t.view(_torch_int16(t)).numpy().view(ml_dtypes.bfloat16)
+            return t.view(_torch_int16(t)).numpy().view(NP["bf16"])
         return t.numpy()
     return x
 

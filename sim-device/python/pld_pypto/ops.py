@@ -35,7 +35,7 @@ class MemorySpace(enum.Enum):
 
 
 def _np_dtype(call, dtype):
-    np_dtype = kernel.NP.get(getattr(dtype, "name", None))
+    np_dtype = kernel.np_dtype(getattr(dtype, "name", None))
     if np_dtype is None:
         raise TypeError(f"{call}: dtype {dtype!r} is not one pld-pypto moves (fp32, fp16, bf16, fp64, int8/16/32/64)")
     return np_dtype

@@ -39,15 +39,17 @@ class JitFunction:
     dispatched from the host with ``device=r``) or a host orchestrator
     (``compile``d and called once)."""
 
-    def __init__(self, fn, kind, owner=None):
-        self.fn, self.kind, self.owner = fn, kind, owner
+    def __init__(self, fn, kind, owner=None, ftype=None):
+        # kind: "kernel", "host" (the orchestrator) or "subworker" (a host
+        # callable, PyPTO's Role.SubWorker: a plain function, no self).
+        self.fn, self.kind, self.owner, self.ftype = fn, kind, owner, ftype
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __get__(self, obj, objtype=None):
-        if obj is None:
+        if obj is None or self.kind == "subworker":
             return self
-        return JitFunction(self.fn.__get__(obj, objtype), self.kind, owner=obj)
+        return JitFunction(self.fn.__get__(obj, objtype), self.kind, owner=obj, ftype=self.ftype)
 
     def __call__(self, *args, device=None, config=None, **kwargs):
         host = runtime.current_host()
@@ -59,6 +61,17 @@ class JitFunction:
                 )
             host.dispatch(self.fn, args, kwargs, device)
             return None
+        if host is not None and runtime.current_rank() is None and self.kind != "host":
+            if self.kind == "subworker":
+                # After every dispatch before it, on the host (rank 0's
+                # thread, the others held at the step), with the caller's
+                # own objects (torch tensors stay torch tensors).
+                host.step(self.fn, args, kwargs)
+            else:
+                # A chip-level call from the host without device=: the
+                # first device runs it, as PyPTO's L3 default.
+                host.dispatch(self.fn, args, kwargs, 0)
+            return args[-1] if args else None
         if self.kind == "host" and host is None and runtime.current_rank() is None:
             raise RuntimeError(
                 f"{self.__name__} is a host orchestrator: compile it first "
@@ -103,7 +116,9 @@ def function(fn=None, *, type=None, level=None, role=None, **_options):  # noqa:
     class: ``level=pl.Level.HOST`` marks the host orchestrator."""
 
     def wrap(f):
-        return JitFunction(f, "host" if level == Level.HOST else "kernel")
+        if level == Level.HOST:
+            return JitFunction(f, "subworker" if role == Role.SubWorker else "host", ftype=type)
+        return JitFunction(f, "kernel", ftype=type)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -133,6 +148,16 @@ def compile_program(program, platform=None, distributed_config=None, **_options)
         for name, attr in vars(type(instance)).items()
         if isinstance(attr, JitFunction) and attr.kind == "host"
     ]
+    if not hosts:
+        orchs = {
+            name: getattr(instance, name)
+            for name, attr in vars(type(instance)).items()
+            if isinstance(attr, JitFunction) and attr.ftype == FunctionType.Orchestration
+        }
+        if len(orchs) == 1:
+            return Compiled(_ChipRun(next(iter(orchs.values()))), platform, ids[:1])
+        if orchs:
+            return MultiCompiled({n: Compiled(_ChipRun(o), platform, ids[:1]) for n, o in orchs.items()})
     if len(hosts) != 1:
         raise ValueError(
             f"{type(instance).__name__}: a program needs exactly one host orchestrator "
@@ -157,3 +182,34 @@ class Compiled:
     def __call__(self, *args, config=None, **kwargs):
         host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
         runtime.execute(host, self.platform)
+
+
+class _ChipRun:
+    """A chip-level (L2) orchestration function as a program of its own:
+    the host dispatches it to the first device."""
+
+    def __init__(self, orch):
+        self.orch, self.__name__ = orch, orch.__name__
+
+    def fn(self, *args, **kwargs):
+        runtime.current_host().dispatch(self.orch.fn, args, kwargs, 0)
+
+
+class MultiCompiled:
+    """A program of several L2 orchestration functions and no host
+    orchestrator: ``compiled["name"](args..., config=...)`` runs one."""
+
+    def __init__(self, parts):
+        self._parts = parts
+
+    def __getitem__(self, name):
+        try:
+            return self._parts[name]
+        except KeyError:
+            raise KeyError(f"no orchestration function {name!r}; the program has {sorted(self._parts)}") from None
+
+    def __iter__(self):
+        return iter(self._parts)
+
+    def __len__(self):
+        return len(self._parts)

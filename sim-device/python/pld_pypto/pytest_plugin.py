@@ -8,8 +8,9 @@ shim ``pld-pypto`` uses), and the plugin provides what PyPTO's own
 ``tests/st/conftest.py`` provides these tests: the ``test_config`` (a
 ``RunConfig``) and ``device_ids`` fixtures, and the options ``--platform``,
 ``--device`` (``0``, ``0-3``, ``0,1,12``) and ``--codegen-only``; plus
-pld's own ``--pld-transport``, ``--pld-daemons``, ``--pld-checked`` and
-``--pld-timeout``. ``--confcutdir`` keeps the upstream conftest (which
+pld's own ``--transport``, ``--daemons``, ``--checked`` (also spelled
+``--pld-...``) and ``--pld-timeout``. Tests that assert on generated code
+are skipped as out of scope (``upstream_scope``). ``--confcutdir`` keeps the upstream conftest (which
 imports the vendor harness) out.
 """
 
@@ -18,6 +19,7 @@ import sys
 
 import pytest
 
+from . import upstream_scope
 from .options import OPTIONS
 
 SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim")
@@ -31,6 +33,14 @@ def _option(parser, *names, **kwargs):
         pass
 
 
+def _pld_option(group, name, **kwargs):
+    """``--pld-NAME``, and ``--NAME`` too unless another plugin has it."""
+    try:
+        group.addoption(f"--pld-{name}", f"--{name}", dest=f"pld_{name}", **kwargs)
+    except ValueError:
+        group.addoption(f"--pld-{name}", dest=f"pld_{name}", **kwargs)
+
+
 def pytest_addoption(parser):
     _option(parser, "--platform", action="store", default="a2a3sim",
             help="PyPTO's platform: a2a3sim / a2a3 (184 KiB on chip) or a5sim / a5 (240 KiB); "
@@ -40,12 +50,14 @@ def pytest_addoption(parser):
     _option(parser, "--codegen-only", action="store_true", default=False,
             help="PyPTO's code generation only: the tests skip at execution")
     group = parser.getgroup("pld-pypto", "PyPTO programs on pld ranks")
-    group.addoption("--pld-transport", choices=["quic", "tcp"], default=None,
-                    help="the embedded ranks' peer transport (default quic, mutual TLS)")
-    group.addoption("--pld-daemons", default=None,
-                    help="run on running daemons' gRPC addresses, device id i on the i-th")
-    group.addoption("--pld-checked", nargs="?", const="on", default=None, choices=["on", "strict", "off"],
-                    help="run every rank as a race detector; a race fails the test that made it")
+    _pld_option(group, "transport", choices=["quic", "tcp"], default=None,
+                help="the embedded ranks' peer transport (default quic, mutual TLS)")
+    _pld_option(group, "daemons", default=None,
+                help="run on running daemons' gRPC addresses, device id i on the i-th")
+    _pld_option(group, "checked", nargs="?", const="on", default=None, choices=["on", "strict", "off"],
+                help="run every rank as a race detector; a race fails the test that made it")
+    group.addoption("--pld-run-codegen-tests", action="store_true", default=False,
+                    help="run the tests that assert on generated code too (out of scope: they fail on pld)")
     group.addoption("--pld-timeout", type=float, default=None,
                     help="seconds a wait or barrier may take before it fails naming what is missing")
 
@@ -82,11 +94,11 @@ def pytest_configure(config):
         sys.path.insert(0, SHIM)
     for name in [m for m in sys.modules if m == "pypto" or m.startswith("pypto.")]:
         del sys.modules[name]
-    for attr, opt in (("transport", "--pld-transport"), ("checked", "--pld-checked"), ("timeout_s", "--pld-timeout")):
+    for attr, opt in (("transport", "pld_transport"), ("checked", "pld_checked"), ("timeout_s", "--pld-timeout")):
         value = config.getoption(opt)
         if value is not None:
             setattr(OPTIONS, attr, value)
-    daemons = config.getoption("--pld-daemons")
+    daemons = config.getoption("pld_daemons")
     if daemons:
         OPTIONS.daemons = [d for d in daemons.split(",") if d]
     config.addinivalue_line("markers", "platforms(*ids): run only on these platform ids (met with --platform)")
@@ -120,6 +132,11 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+    if not config.getoption("--pld-run-codegen-tests"):
+        for item in items:
+            why = upstream_scope.reason(str(item.path), getattr(item, "originalname", item.name))
+            if why is not None:
+                item.add_marker(pytest.mark.skip(reason=f"out of scope on pld: {why}"))
 
 
 @pytest.fixture(scope="session")

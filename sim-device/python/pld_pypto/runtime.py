@@ -31,7 +31,30 @@ RacesFound = _native.Races
 
 
 def _cancelled(e):
-    return str(e).startswith("cancelled:")
+    """Whether ``e`` is a consequence of another rank's failure."""
+    return isinstance(e, threading.BrokenBarrierError) or str(e).startswith("cancelled:")
+
+
+def _host_step(r, step, fn, args, kwargs):
+    """A SubWorker call: every rank's earlier work done, rank 0's thread
+    runs it with the caller's objects, then every rank goes on."""
+    current_rank_ = _local.rank
+    current_rank_.quiet()
+    step.wait()
+    if r == 0:
+        fn(*args, **kwargs)
+    step.wait()
+
+
+# The data window every rank starts with: the program's buffers, plus this
+# much for the collectives' scratch (and buffers of a few MiB, as before).
+SCRATCH_BYTES = 16 << 20
+
+
+def data_window_bytes(host):
+    """The data window ``host``'s recorded buffers need (64-byte aligned
+    each, as the device places them), plus the collectives' scratch."""
+    return sum((b.nbytes + 63) // 64 * 64 for b in host.buffers) + SCRATCH_BYTES
 
 
 def execute(host, platform):
@@ -44,9 +67,12 @@ def execute(host, platform):
         daemons=OPTIONS.daemons,
         token=OPTIONS.token,
         checked=OPTIONS.checked,
+        data_bytes=data_window_bytes(host),
     )
     ranks = cluster.ranks()
     failures = {}
+    # Host steps (SubWorkers) hold every rank; a failed rank breaks it.
+    step = threading.Barrier(host.nranks, timeout=OPTIONS.timeout_s)
 
     def run_rank(r):
         _local.rank = ranks[r]
@@ -54,6 +80,9 @@ def execute(host, platform):
             for buf in host.buffers:
                 ranks[r].alloc_window_buffer(buf.name, buf.nbytes)
             for device, fn, args, kwargs in host.dispatches:
+                if device is None:
+                    _host_step(r, step, fn, args, kwargs)
+                    continue
                 if device != r:
                     continue
                 kargs = [to_kernel_arg(a) for a in args]
@@ -64,6 +93,7 @@ def execute(host, platform):
         except BaseException as e:  # noqa: BLE001 - reported with its rank
             failures[r] = (e, _program_line(e.__traceback__))
             if not _cancelled(e):
+                step.abort()
                 cluster.cancel(f"rank {r} failed: {e}")
         finally:
             _local.rank = None

@@ -102,3 +102,27 @@ def test_device_lists_read_as_pypto_reads_them(raw, ids):
 def test_a_bad_device_list_is_a_usage_error(raw):
     with pytest.raises(pytest.UsageError):
         parse_devices(raw)
+
+
+CODEGEN_TEST = textwrap.dedent('''\
+    def test_host_tensor_allreduce():
+        raise AssertionError("an out-of-scope test ran")
+
+
+    def test_host_tensor_allreduce_fp32_arbitrary_lengths():
+        pass
+''')
+
+
+def test_tests_that_read_generated_code_are_skipped_naming_why(tmp_path):
+    # Named as the upstream file is: its codegen-asserting test is skipped,
+    # the results-only test beside it runs.
+    (tmp_path / "test_l3_host_tensor_allreduce.py").write_text(CODEGEN_TEST)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "pld_pypto.pytest_plugin",
+         "--transport", "tcp", "--checked", "on", str(tmp_path / "test_l3_host_tensor_allreduce.py")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed, 1 skipped" in r.stdout, r.stdout
+    assert "out of scope on pld: asserts on the code generator's output files" in r.stdout, r.stdout

@@ -202,7 +202,7 @@ def cast(input, target_type, mode="round"):  # noqa: A002
     scalar converted to ``target_type`` (numpy rounds to nearest even)."""
     if mode not in ("round", 2, "rint", 1, "none", 0):
         raise ValueError(f"pl.cast: pld-pypto rounds to nearest (mode='round'); mode={mode!r} is not supported")
-    np_dtype = kernel.NP.get(target_type.name)
+    np_dtype = kernel.np_dtype(target_type.name)
     if np_dtype is None:
         raise TypeError(f"pl.cast to {target_type!r}: pld-pypto moves fp32, fp16, bf16, fp64 and int8/16/32/64")
     if isinstance(input, Tile):
