@@ -3,6 +3,7 @@ the run path (``program.compile(...)``, ``ir.compile(...)``, calling the
 compiled program)."""
 
 import enum
+import inspect
 import pathlib
 import tempfile
 
@@ -71,7 +72,7 @@ class JitFunction:
                 # A chip-level call from the host without device=: the
                 # first device runs it, as PyPTO's L3 default.
                 host.dispatch(self.fn, args, kwargs, 0)
-            return args[-1] if args else None
+            return _outputs(self.fn, args, kwargs)
         if self.kind == "host" and host is None and runtime.current_rank() is None:
             raise RuntimeError(
                 f"{self.__name__} is a host orchestrator: compile it first "
@@ -213,3 +214,21 @@ class MultiCompiled:
 
     def __len__(self):
         return len(self._parts)
+
+
+def _outputs(fn, args, kwargs):
+    """What a chip-level call returns to the host: its ``pl.Out`` /
+    ``pl.InOut`` arguments (one, or a tuple in order), which hold its
+    results once it ran; the last argument when none is annotated."""
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind_partial(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args[-1] if args else None
+    outs = [
+        v for name, v in bound.arguments.items()
+        if getattr(sig.parameters[name].annotation, "kind", None) in ("Out", "InOut")
+    ]
+    if not outs:
+        return args[-1] if args else None
+    return outs[0] if len(outs) == 1 else tuple(outs)

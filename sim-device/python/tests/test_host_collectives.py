@@ -260,3 +260,37 @@ print("OK")
 
 def test_a_subworker_runs_after_the_chip_work_before_it(tmp_path):
     ok(tmp_path, "subworker", SUBWORKER)
+
+
+TUPLE = '''\
+import numpy as np
+import pypto.language as pl
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a, b, s: pl.Out[pl.Tensor[[8, 64], pl.FP32]], d: pl.Out[pl.Tensor[[8, 64], pl.FP32]]):
+        ta, tb = pl.load(a, [0, 0], [8, 64]), pl.load(b, [0, 0], [8, 64])
+        return pl.store(pl.add(ta, tb), [0, 0], s), pl.store(pl.sub(ta, tb), [0, 0], d)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a, b, s, d):
+        got = self.k(a, b, s, d)
+        assert got[0] is s and got[1] is d, got
+        return got
+
+
+a = np.full((8, 64), 5.0, dtype=np.float32)
+b = np.full((8, 64), 3.0, dtype=np.float32)
+s, d = np.zeros_like(a), np.zeros_like(a)
+ir.compile(P, platform="a2a3sim", distributed_config=DistributedConfig(device_ids=[0]))(a, b, s, d)
+assert (s == 8).all() and (d == 2).all(), (s, d)
+print("OK")
+'''
+
+
+def test_a_chip_call_from_the_host_returns_its_out_arguments(tmp_path):
+    ok(tmp_path, "tuple_return", TUPLE)
