@@ -184,6 +184,45 @@ class Compiled:
         host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
         runtime.execute(host, self.platform)
 
+    def prepare(self, config=None, *, persistent=False, reset_persistent_windows=True, **_runtime_options):
+        """``with compiled.prepare(config=..., persistent=...) as worker:
+        worker(args...)``. Persistent: one set of ranks for every call, the
+        window buffers allocated once and, with
+        ``reset_persistent_windows=False``, keeping what the last call left
+        (signals included); otherwise each call runs on fresh ranks, as a
+        plain call does. The NPU runtime's other options (ring sizes,
+        sub-worker overrides) have nothing to act on here."""
+        return Session(self, persistent, reset_persistent_windows)
+
+
+class Session:
+    """A prepared program: call it like the compiled program."""
+
+    def __init__(self, compiled, persistent, reset):
+        self.compiled, self.persistent, self.reset = compiled, persistent, reset
+        self.ranks = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.ranks is not None:
+            self.ranks.__exit__(None, None, None)
+            self.ranks = None
+
+    def __call__(self, *args, config=None, **kwargs):
+        c = self.compiled
+        host = runtime.record(c.host.fn, args, kwargs, len(c.device_ids))
+        if not self.persistent:
+            runtime.execute(host, c.platform)
+            return
+        if self.ranks is None:
+            self.ranks = runtime.Ranks(host, c.platform)
+        self.ranks.run(host, reset=self.reset)
+
 
 class _ChipRun:
     """A chip-level (L2) orchestration function as a program of its own:

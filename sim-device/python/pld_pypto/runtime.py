@@ -59,51 +59,86 @@ def data_window_bytes(host):
 
 def execute(host, platform):
     """Starts the ranks and runs every dispatch; returns when all ended."""
-    cluster = _native.Cluster(
-        host.nranks,
-        platform=platform,
-        transport=OPTIONS.transport,
-        timeout_s=OPTIONS.timeout_s,
-        daemons=OPTIONS.daemons,
-        token=OPTIONS.token,
-        checked=OPTIONS.checked,
-        data_bytes=data_window_bytes(host),
-    )
-    ranks = cluster.ranks()
-    failures = {}
-    # Host steps (SubWorkers) hold every rank; a failed rank breaks it.
-    step = threading.Barrier(host.nranks, timeout=OPTIONS.timeout_s)
+    with Ranks(host, platform) as ranks:
+        ranks.run(host)
 
-    def run_rank(r):
-        _local.rank = ranks[r]
-        try:
-            for buf in host.buffers:
-                ranks[r].alloc_window_buffer(buf.name, buf.nbytes)
-            for device, fn, args, kwargs in host.dispatches:
-                if device is None:
-                    _host_step(r, step, fn, args, kwargs)
-                    continue
-                if device != r:
-                    continue
-                kargs = [to_kernel_arg(a) for a in args]
-                kkwargs = {k: to_kernel_arg(v) for k, v in kwargs.items()}
-                with dims.bound(fn, kargs, kkwargs):
-                    fn(*kargs, **kkwargs)
-            ranks[r].complete()
-        except BaseException as e:  # noqa: BLE001 - reported with its rank
-            failures[r] = (e, _program_line(e.__traceback__))
-            if not _cancelled(e):
-                step.abort()
-                cluster.cancel(f"rank {r} failed: {e}")
-        finally:
-            _local.rank = None
 
-    threads = [threading.Thread(target=run_rank, args=(r,), name=f"rank {r}") for r in range(host.nranks)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    try:
+class Ranks:
+    """A cluster of ranks for one program: its window buffers allocated once,
+    then ``run`` any number of times (``compiled.prepare(persistent=True)``
+    keeps one across calls; the windows keep what the last call left,
+    unless ``reset`` zeroes the buffers first)."""
+
+    def __init__(self, host, platform):
+        self.nranks, self.buffers = host.nranks, [(b.name, b.nbytes) for b in host.buffers]
+        self.cluster = _native.Cluster(
+            host.nranks,
+            platform=platform,
+            transport=OPTIONS.transport,
+            timeout_s=OPTIONS.timeout_s,
+            daemons=OPTIONS.daemons,
+            token=OPTIONS.token,
+            checked=OPTIONS.checked,
+            data_bytes=data_window_bytes(host),
+        )
+        self.ranks = self.cluster.ranks()
+        self.allocated = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cluster.close()
+
+    def run(self, host, reset=False):
+        """Runs ``host``'s dispatches on these ranks."""
+        mine = [(b.name, b.nbytes) for b in host.buffers]
+        if self.allocated and mine != self.buffers:
+            raise RunError(
+                f"a prepared program allocates the same window buffers on every call: first {self.buffers}, now {mine}"
+            )
+        ranks, cluster, failures = self.ranks, self.cluster, {}
+        # Host steps (SubWorkers) hold every rank; a failed rank breaks it.
+        step = threading.Barrier(host.nranks, timeout=OPTIONS.timeout_s)
+        first = not self.allocated
+
+        def run_rank(r):
+            _local.rank = ranks[r]
+            try:
+                if first:
+                    for name, nbytes in self.buffers:
+                        ranks[r].alloc_window_buffer(name, nbytes)
+                elif reset:
+                    for k, (_, nbytes) in enumerate(self.buffers):
+                        ranks[r].put((k, [nbytes], "int8"), r, bytes(nbytes), [1, nbytes])
+                    ranks[r].quiet()
+                    step.wait()
+                for device, fn, args, kwargs in host.dispatches:
+                    if device is None:
+                        _host_step(r, step, fn, args, kwargs)
+                        continue
+                    if device != r:
+                        continue
+                    kargs = [to_kernel_arg(a) for a in args]
+                    kkwargs = {k: to_kernel_arg(v) for k, v in kwargs.items()}
+                    with dims.bound(fn, kargs, kkwargs):
+                        fn(*kargs, **kkwargs)
+                ranks[r].complete()
+                ranks[r].quiet()
+            except BaseException as e:  # noqa: BLE001 - reported with its rank
+                failures[r] = (e, _program_line(e.__traceback__))
+                if not _cancelled(e):
+                    step.abort()
+                    cluster.cancel(f"rank {r} failed: {e}")
+            finally:
+                _local.rank = None
+
+        threads = [threading.Thread(target=run_rank, args=(r,), name=f"rank {r}") for r in range(host.nranks)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.allocated = True
         # The cause is the lowest rank that failed on its own; the others
         # were cancelled because of it.
         causes = sorted(failures, key=lambda r: (_cancelled(failures[r][0]), r))
@@ -119,5 +154,3 @@ def execute(host, platform):
         races = cluster.race_reports()
         if races:
             raise RacesFound(f"checked: {len(races)} race(s) — the result depends on timing:\n" + "\n".join(races))
-    finally:
-        cluster.close()

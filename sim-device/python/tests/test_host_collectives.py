@@ -294,3 +294,48 @@ print("OK")
 
 def test_a_chip_call_from_the_host_returns_its_out_arguments(tmp_path):
     ok(tmp_path, "tuple_return", TUPLE)
+
+
+PREPARED = '''\
+import numpy as np
+import pypto.language as pl
+import pypto.language.distributed as pld
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(self, out, counter):
+        # Each call adds 1 to the retained window cell and reports it.
+        tile = pl.load(counter, [0, 0], [1, 8])
+        pl.store(pl.add(tile, 1), [0, 0], counter)
+        pl.write(out, [0, 0], pl.read(counter, [0, 0]))
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, outputs):
+        buf = pld.alloc_window_buffer(8 * pl.INT32.get_byte())
+        for r in pl.range(pld.world_size()):
+            self.bump(outputs[r], pld.window(buf, [1, 8], dtype=pl.INT32), device=r)
+
+
+compiled = ir.compile(P, platform="a2a3sim", distributed_config=DistributedConfig(device_ids=[0, 1]))
+out = np.zeros((2, 1, 8), dtype=np.int32)
+with compiled.prepare(persistent=True, reset_persistent_windows=False) as worker:
+    for k in range(1, 4):
+        worker(out)
+        assert (out[:, 0, 0] == k).all(), (k, out[:, 0, 0])
+with compiled.prepare(persistent=True) as worker:
+    for _ in range(3):
+        worker(out)
+        assert (out[:, 0, 0] == 1).all(), out[:, 0, 0]
+with compiled.prepare() as worker:
+    worker(out)
+    assert (out[:, 0, 0] == 1).all(), out[:, 0, 0]
+print("OK")
+'''
+
+
+def test_a_prepared_persistent_program_keeps_its_windows_unless_reset(tmp_path):
+    ok(tmp_path, "prepared", PREPARED)
