@@ -200,6 +200,13 @@ class Tile:
         shape = list(values.shape)
         return cls(rank().tile_from(values.tobytes(), shape, valid or shape, dtype_name(values)))
 
+    def release(self):
+        """Gives the tile's on-chip memory back (the planner's reuse of a
+        dead operand); its values stay readable, the device tile is gone."""
+        if self._values is None:
+            self._parts()
+        self.native = None
+
     def valid(self):
         r, c = self.valid_shape
         return self.values[:r, :c]

@@ -184,22 +184,33 @@ class Compiled:
         host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
         runtime.execute(host, self.platform)
 
-    def prepare(self, config=None, *, persistent=False, reset_persistent_windows=True, **_runtime_options):
+    def prepare(self, config=None, *, persistent=False, reset_persistent_windows=True, sub_worker_overrides=None,
+                **_runtime_options):
         """``with compiled.prepare(config=..., persistent=...) as worker:
         worker(args...)``. Persistent: one set of ranks for every call, the
         window buffers allocated once and, with
         ``reset_persistent_windows=False``, keeping what the last call left
         (signals included); otherwise each call runs on fresh ranks, as a
         plain call does. The NPU runtime's other options (ring sizes,
-        sub-worker overrides) have nothing to act on here."""
-        return Session(self, persistent, reset_persistent_windows)
+        ring sizes) have nothing to act on here. ``sub_worker_overrides``
+        (``{name: fn(args)}``) runs ``fn`` with the list of arguments in
+        place of the program's SubWorker ``name``."""
+        overrides = dict(sub_worker_overrides or {})
+        owner = getattr(self.host, "owner", None)
+        subs = sorted(
+            n for n, a in vars(type(owner)).items() if isinstance(a, JitFunction) and a.kind == "subworker"
+        ) if owner is not None else []
+        unknown = sorted(set(overrides) - set(subs))
+        if unknown:
+            raise ValueError(f"sub_worker_overrides names {unknown}, which are not sub-workers of the program (those are {subs})")
+        return Session(self, persistent, reset_persistent_windows, overrides)
 
 
 class Session:
     """A prepared program: call it like the compiled program."""
 
-    def __init__(self, compiled, persistent, reset):
-        self.compiled, self.persistent, self.reset = compiled, persistent, reset
+    def __init__(self, compiled, persistent, reset, overrides):
+        self.compiled, self.persistent, self.reset, self.overrides = compiled, persistent, reset, overrides
         self.ranks = None
 
     def __enter__(self):
@@ -216,6 +227,10 @@ class Session:
     def __call__(self, *args, config=None, **kwargs):
         c = self.compiled
         host = runtime.record(c.host.fn, args, kwargs, len(c.device_ids))
+        for i, (device, fn, a, k) in enumerate(host.dispatches):
+            override = self.overrides.get(getattr(fn, "__name__", None)) if device is None else None
+            if override is not None:
+                host.dispatches[i] = (None, lambda *a_, _o=override, **_k: _o(list(a_)), a, k)
         if not self.persistent:
             runtime.execute(host, c.platform)
             return

@@ -339,3 +339,20 @@ print("OK")
 
 def test_a_prepared_persistent_program_keeps_its_windows_unless_reset(tmp_path):
     ok(tmp_path, "prepared", PREPARED)
+
+
+def test_sub_worker_overrides_replace_a_sub_worker_and_unknown_names_are_refused(tmp_path):
+    text = SUBWORKER.replace(
+        'ir.compile(P, platform="a2a3sim", distributed_config=DistributedConfig(device_ids=[0], num_sub_workers=1))(a, f)\nassert seen == [5.0], seen',
+        '''compiled = ir.compile(P, platform="a2a3sim", distributed_config=DistributedConfig(device_ids=[0]))
+try:
+    compiled.prepare(sub_worker_overrides={"nonexistent": print})
+except ValueError as e:
+    assert "['nonexistent'], which are not sub-workers of the program (those are ['verify'])" in str(e), e
+else:
+    raise AssertionError("an unknown sub-worker was accepted")
+with compiled.prepare(sub_worker_overrides={"verify": lambda args: seen.append(("override", float(args[0][0, 0])))}) as w:
+    w(a, f)
+assert seen == [("override", 5.0)], seen''')
+    assert "sub_worker_overrides" in text
+    ok(tmp_path, "overrides", text)

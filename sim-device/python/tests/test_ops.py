@@ -168,3 +168,51 @@ def test_bf16_data_moves_as_bf16(tmp_path):
     script.write_text(BF16)
     r = run(script)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+PLANNER = '''\
+import numpy as np
+import pypto.language as pl
+from pypto import ir
+from pypto.ir.distributed_compiled_program import DistributedConfig
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a, b, f):
+        # Three 64 KiB tiles exceed a2a3's 184 KiB unless the result takes
+        # the place of an operand that is never read again.
+        ta = pl.load(a, [0, 0], [128, 128])
+        tb = pl.load(b, [0, 0], [128, 128])
+        tf = pl.add(ta, tb)
+        REUSE_LINE
+        return pl.store(tf, [0, 0], f)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, a, b, f):
+        return self.k(a, b, f)
+
+
+a = np.full((128, 128), 2.0, dtype=np.float32)
+b = np.full((128, 128), 3.0, dtype=np.float32)
+f = np.zeros_like(a)
+ir.compile(P, platform="a2a3sim")(a, b, f)
+assert (f == 5).all(), f
+print("OK")
+'''
+
+
+def test_a_result_takes_the_place_of_a_dead_operand_when_chip_memory_is_short(tmp_path):
+    script = tmp_path / "planner.py"
+    script.write_text(PLANNER.replace("REUSE_LINE", "pass"))
+    r = run(script)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_operands_still_read_later_keep_their_memory(tmp_path):
+    script = tmp_path / "planner_live.py"
+    script.write_text(PLANNER.replace("REUSE_LINE", "pl.store(ta, [0, 0], f)\n        pl.store(tb, [0, 0], f)"))
+    r = run(script)
+    assert r.returncode != 0
+    assert "a [128, 128] fp32 tile needs 65536 bytes of on-chip memory" in r.stderr, r.stderr

@@ -8,7 +8,7 @@ import contextlib
 import numpy as np
 import types
 
-from pld_pypto import dims, kernel, loops, ops
+from pld_pypto import dims, kernel, loops, ops, planner
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy
 from pld_pypto.program import FunctionType, Level, Role, function, jit, program
@@ -147,6 +147,8 @@ def store(tile, offsets, output_tensor, shapes=None, *, atomic=None):
     dst = output_tensor
     if not isinstance(tile, Tile):
         raise TypeError(f"pl.store stores a tile, not {type(tile).__name__}")
+    if tile.native is None:
+        raise RuntimeError("pl.store: this tile's on-chip memory went to a later op's result (it was not read again)")
     if isinstance(dst, _DT):
         kernel.rank().store(tile.native, kernel.two_d(offsets, "offsets"), dst.spec())
         return dst
@@ -182,7 +184,8 @@ def _binary(name, f):
         if tiles:
             if isinstance(va, np.ndarray) and isinstance(vb, np.ndarray) and va.shape != vb.shape:
                 raise ValueError(f"pl.{name}: shapes {list(va.shape)} and {list(vb.shape)} differ; give operands of one shape")
-            return Tile.of(np.asarray(out, dtype=tiles[0].values.dtype), tiles[0].valid_shape)
+            result = np.asarray(out, dtype=tiles[0].values.dtype)
+            return planner.fit(lambda: Tile.of(result, tiles[0].valid_shape), tiles)
         return out
 
     op.__name__ = name
