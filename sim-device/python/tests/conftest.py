@@ -35,6 +35,24 @@ def run(script, *args, env=None, timeout=120):
     )
 
 
+def run_program(tmp_path, name, text, *args):
+    """Writes ``text`` as ``name.py`` and runs it with ``pld-pypto``."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(text)
+    return run(script, *args)
+
+
+def assert_ok(r):
+    """The program ran and printed its own OK."""
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def assert_fails(r, message):
+    """The program failed, saying ``message``."""
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr
+
+
 def daemon_bin():
     env = os.environ.get("PLD_DAEMON_BIN")
     if env:

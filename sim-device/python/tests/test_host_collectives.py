@@ -6,7 +6,7 @@ programs of several orchestration functions; SubWorker host steps."""
 
 import textwrap
 
-from conftest import run
+from conftest import assert_fails, assert_ok, run_program
 
 HEAD = textwrap.dedent('''\
     import numpy as np
@@ -58,18 +58,11 @@ def host_program(call, check):
 
 
 def ok(tmp_path, name, text):
-    script = tmp_path / f"{name}.py"
-    script.write_text(text)
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, name, text))
 
 
 def fails(tmp_path, name, text, message):
-    script = tmp_path / f"{name}.py"
-    script.write_text(text)
-    r = run(script)
-    assert r.returncode != 0
-    assert message in r.stderr, r.stderr
+    assert_fails(run_program(tmp_path, name, text), message)
 
 
 def test_host_allreduce_with_a_rank1_signal_reduces_on_every_rank(tmp_path):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import run
+from conftest import assert_fails, assert_ok, run_program
 
 HEAD = textwrap.dedent('''\
     import numpy as np
@@ -106,26 +106,18 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_language(tmp_path, case):
     kernel, check = CASES[case]
-    script = tmp_path / f"{case}.py"
-    script.write_text(program(kernel, check))
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, case, program(kernel, check)))
 
 
 def test_yield_with_the_wrong_number_of_values_names_both(tmp_path):
-    script = tmp_path / "bad_yield.py"
-    script.write_text(program('''\
+    bad = program('''\
         for i, (a, b) in pl.range(2, init_values=(0, 1)):
             a2 = pl.yield_(a)
-        ''', "pass"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "pl.yield_ gives 1 value(s) to a range() loop that carries 2 (init_values)" in r.stderr, r.stderr
+        ''', "pass")
+    assert_fails(run_program(tmp_path, "bad_yield", bad),
+                 "pl.yield_ gives 1 value(s) to a range() loop that carries 2 (init_values)")
 
 
 def test_a_load_whose_valid_part_overflows_the_tile_is_refused(tmp_path):
-    script = tmp_path / "bad_valid.py"
-    script.write_text(program("pl.load(inp, [0, 0], [1, 32], valid_shape=[1, 40])\n", "pass"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "valid_shape [1, 40] does not fit in the tile's shape [1, 32]" in r.stderr, r.stderr
+    bad = program("pl.load(inp, [0, 0], [1, 32], valid_shape=[1, 40])\n", "pass")
+    assert_fails(run_program(tmp_path, "bad_valid", bad), "valid_shape [1, 40] does not fit in the tile's shape [1, 32]")

@@ -8,7 +8,7 @@ Each program checks its own results and prints OK."""
 import pytest
 from test_language import program
 
-from conftest import run
+from conftest import assert_fails, assert_ok, run_program
 
 CASES = {
     "slice_then_assemble_into_a_local_tensor": ('''\
@@ -56,26 +56,18 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_op(tmp_path, case):
     kernel, check = CASES[case]
-    script = tmp_path / f"{case}.py"
-    script.write_text(program(kernel, check))
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, case, program(kernel, check)))
 
 
 def test_a_column_tile_under_32_bytes_is_refused_naming_the_fix(tmp_path):
-    script = tmp_path / "bad_column.py"
-    script.write_text(program("pl.load(inp, [0, 0], [4, 1], valid_shape=[1, 1])\n", "pass"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "a [4, 1] fp32 tile has rows of 4 bytes" in r.stderr and "[8k, 1] column" in r.stderr, r.stderr
+    r = run_program(tmp_path, "bad_column", program("pl.load(inp, [0, 0], [4, 1], valid_shape=[1, 1])\n", "pass"))
+    assert_fails(r, "a [4, 1] fp32 tile has rows of 4 bytes")
+    assert "[8k, 1] column" in r.stderr, r.stderr
 
 
 def test_a_reshape_that_changes_the_element_count_is_refused(tmp_path):
-    script = tmp_path / "bad_reshape.py"
-    script.write_text(program("pl.reshape(pl.tile.full([1, 64], dtype=pl.FP32, value=0), [1, 32])\n", "pass"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "has 64 elements, not the 32 of [1, 32]" in r.stderr, r.stderr
+    bad = program("pl.reshape(pl.tile.full([1, 64], dtype=pl.FP32, value=0), [1, 32])\n", "pass")
+    assert_fails(run_program(tmp_path, "bad_reshape", bad), "has 64 elements, not the 32 of [1, 32]")
 
 
 DYNAMIC = '''\
@@ -112,19 +104,14 @@ print("OK")
 
 
 def test_dynamic_dims_are_bound_from_the_call_arguments(tmp_path):
-    script = tmp_path / "dynamic.py"
-    script.write_text(DYNAMIC)
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, "dynamic", DYNAMIC))
 
 
 def test_a_dynamic_dim_used_where_nothing_binds_it_is_named(tmp_path):
-    script = tmp_path / "unbound.py"
-    script.write_text(DYNAMIC.replace("for r in pl.range(pld.world_size()):\n            self.k",
-                                      "int(M)\n        for r in pl.range(pld.world_size()):\n            self.k"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "pl.dynamic('M') has no value here" in r.stderr, r.stderr
+    unbound = DYNAMIC.replace("for r in pl.range(pld.world_size()):\n            self.k",
+                              "int(M)\n        for r in pl.range(pld.world_size()):\n            self.k")
+    assert unbound != DYNAMIC
+    assert_fails(run_program(tmp_path, "unbound", unbound), "pl.dynamic('M') has no value here")
 
 
 BF16 = '''\
@@ -164,10 +151,7 @@ print("OK")
 
 
 def test_bf16_data_moves_as_bf16(tmp_path):
-    script = tmp_path / "bf16.py"
-    script.write_text(BF16)
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, "bf16", BF16))
 
 
 PLANNER = '''\
@@ -204,15 +188,9 @@ print("OK")
 
 
 def test_a_result_takes_the_place_of_a_dead_operand_when_chip_memory_is_short(tmp_path):
-    script = tmp_path / "planner.py"
-    script.write_text(PLANNER.replace("REUSE_LINE", "pass"))
-    r = run(script)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    assert_ok(run_program(tmp_path, "planner", PLANNER.replace("REUSE_LINE", "pass")))
 
 
 def test_operands_still_read_later_keep_their_memory(tmp_path):
-    script = tmp_path / "planner_live.py"
-    script.write_text(PLANNER.replace("REUSE_LINE", "pl.store(ta, [0, 0], f)\n        pl.store(tb, [0, 0], f)"))
-    r = run(script)
-    assert r.returncode != 0
-    assert "a [128, 128] fp32 tile needs 65536 bytes of on-chip memory" in r.stderr, r.stderr
+    live = PLANNER.replace("REUSE_LINE", "pl.store(ta, [0, 0], f)\n        pl.store(tb, [0, 0], f)")
+    assert_fails(run_program(tmp_path, "planner_live", live), "a [128, 128] fp32 tile needs 65536 bytes of on-chip memory")
