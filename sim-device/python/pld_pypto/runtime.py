@@ -51,10 +51,14 @@ def _host_step(r, step, fn, args, kwargs):
 SCRATCH_BYTES = 16 << 20
 
 
-def data_window_bytes(host):
+def data_window_bytes(host, daemons=()):
     """The data window ``host``'s recorded buffers need (64-byte aligned
-    each, as the device places them), plus the collectives' scratch."""
-    return sum((b.nbytes + 63) // 64 * 64 for b in host.buffers) + SCRATCH_BYTES
+    each, as the device places them), plus the collectives' scratch when
+    pld-pypto starts the ranks. A running daemon's window has the size it
+    was started with: the buffers must fit, and the scratch takes what is
+    left (reserved on demand, with an error naming the window if short)."""
+    buffers = sum((b.nbytes + 63) // 64 * 64 for b in host.buffers)
+    return buffers if daemons else buffers + SCRATCH_BYTES
 
 
 def execute(host, platform):
@@ -79,7 +83,7 @@ class Ranks:
             daemons=OPTIONS.daemons,
             token=OPTIONS.token,
             checked=OPTIONS.checked,
-            data_bytes=data_window_bytes(host),
+            data_bytes=data_window_bytes(host, OPTIONS.daemons),
         )
         self.ranks = self.cluster.ranks()
         self.allocated = False

@@ -107,7 +107,10 @@ def running_daemons(n, *extra):
 
 @pytest.fixture(scope="module")
 def daemons():
-    """Two pld-daemons (QUIC, mutual TLS), their gRPC addresses joined."""
-    extra = ("--window", "data=32MiB", "--window", "signal=64KiB", "--sync-timeout", "20s")
+    """Two pld-daemons (QUIC, mutual TLS), their gRPC addresses joined.
+    Their data window is the compose demo's (16 MiB): smaller than what
+    pld-pypto gives ranks it starts itself, so a program must fit the
+    window a daemon has rather than ask for its own default."""
+    extra = ("--window", "data=16MiB", "--window", "signal=64KiB", "--sync-timeout", "20s")
     with running_daemons(2, *extra) as (_, grpc):
         yield ",".join(grpc)
