@@ -2,6 +2,7 @@
 and its per-device dispatches, and which rank (or host) this thread runs.
 Knows nothing of running it (``runtime``) or of kernels (``kernel``)."""
 
+import sys
 import threading
 
 from . import dims
@@ -16,6 +17,12 @@ class RunError(RuntimeError):
 def current_rank():
     """The rank whose kernel this thread runs, or None on the host."""
     return getattr(_local, "rank", None)
+
+
+def current_group():
+    """The comm group of the dispatch this thread runs: its ranks in group
+    order (a kernel's peer ``p`` is ``group[p]``), or None for every rank."""
+    return getattr(_local, "group", None)
 
 
 def current_host():
@@ -46,6 +53,7 @@ class Host:
 
     def __init__(self, nranks):
         self.nranks = nranks
+        self.torch = None
         self.buffers = []
         self.dispatches = []
 
@@ -67,10 +75,35 @@ class Host:
         dispatched after it starts."""
         self.dispatches.append((None, fn, args, kwargs))
 
+    def comm_groups(self):
+        """Each dispatch's comm group, in dispatch order, as PyPTO derives
+        it: a window buffer belongs to the ranks its views are dispatched
+        to, and a kernel addresses its peers by their place in that list.
+        None where the group is every rank (peers are ranks), for host
+        steps, and for a dispatch with no window view."""
+        ranks = {}
+        for device, _fn, args, kwargs in self.dispatches:
+            for a in (*args, *kwargs.values()):
+                if device is not None and isinstance(a, ViewSpec):
+                    ranks.setdefault(a.buf.index, set()).add(device)
+        groups = []
+        for device, _fn, args, kwargs in self.dispatches:
+            views = [a for a in (*args, *kwargs.values()) if isinstance(a, ViewSpec)]
+            members = sorted(ranks[views[0].buf.index]) if device is not None and views else None
+            groups.append(None if members is None or len(members) == self.nranks else members)
+        return groups
+
 
 def record(host_fn, args, kwargs, nranks):
     """Runs the host function once, recording; returns the Host."""
     host = Host(nranks)
+    # Host tensors the program creates (pl.create_tensor) are of the kind
+    # the caller passes: torch, as in PyPTO's host runtime, or numpy.
+    host.torch = next(
+        (sys.modules[type(a).__module__.split(".")[0]] for a in (*args, *kwargs.values())
+         if type(a).__module__.startswith("torch")),
+        None,
+    )
     _local.host = host
     try:
         with dims.bound(host_fn, args, kwargs):

@@ -15,6 +15,7 @@ import enum
 import numpy as np
 
 from . import kernel
+from .host import current_host, current_rank
 from .kernel import DistributedTensor, Tile, as_numpy
 
 
@@ -138,8 +139,16 @@ def assemble(target, source, offset, *, atomic=None):
 
 
 def create_tensor(shape, dtype, layout=None):
-    """``pl.create_tensor(shape, dtype=...)``: a local tensor of zeros."""
-    return np.zeros(_ints("pl.create_tensor", "shape", shape), dtype=_np_dtype("pl.create_tensor", dtype))
+    """``pl.create_tensor(shape, dtype=...)``: a local tensor of zeros; on
+    the host, a torch tensor when the program was called with torch's."""
+    shape = _ints("pl.create_tensor", "shape", shape)
+    host = current_host()
+    if host is not None and host.torch is not None and current_rank() is None:
+        a = np.zeros(shape, dtype=_np_dtype("pl.create_tensor", dtype))
+        if getattr(dtype, "name", None) == "bf16":
+            return host.torch.from_numpy(a.view(np.int16)).view(host.torch.bfloat16)
+        return host.torch.from_numpy(a)
+    return np.zeros(shape, dtype=_np_dtype("pl.create_tensor", dtype))
 
 
 def matmul(lhs, rhs, out_dtype=None, a_trans=False, b_trans=False, c_matrix_nz=False):

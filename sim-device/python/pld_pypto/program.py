@@ -7,7 +7,7 @@ import inspect
 import pathlib
 import tempfile
 
-from . import _native, dims, runtime
+from . import _native, dims, runtime, worker
 
 
 class FunctionType(enum.Enum):
@@ -181,18 +181,20 @@ class Compiled:
         )
 
     def __call__(self, *args, config=None, **kwargs):
+        args, outputs = worker.return_style(self.host.fn, args, kwargs)
         host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
         runtime.execute(host, self.platform)
+        return outputs
 
-    def prepare(self, config=None, *, persistent=False, reset_persistent_windows=True, sub_worker_overrides=None,
-                **_runtime_options):
+    def prepare(self, config=None, *, extra_compiled=(), persistent=False, reset_persistent_windows=True,
+                callbacks=None, sub_worker_overrides=None, startup_timeout_s=None):
         """``with compiled.prepare(config=..., persistent=...) as worker:
         worker(args...)``. Persistent: one set of ranks for every call, the
         window buffers allocated once and, with
         ``reset_persistent_windows=False``, keeping what the last call left
         (signals included); otherwise each call runs on fresh ranks, as a
         plain call does. The NPU runtime's other options (ring sizes,
-        ring sizes) have nothing to act on here. ``sub_worker_overrides``
+        callbacks, startup timeout) have nothing to act on here. ``sub_worker_overrides``
         (``{name: fn(args)}``) runs ``fn`` with the list of arguments in
         place of the program's SubWorker ``name``."""
         overrides = dict(sub_worker_overrides or {})
@@ -203,40 +205,10 @@ class Compiled:
         unknown = sorted(set(overrides) - set(subs))
         if unknown:
             raise ValueError(f"sub_worker_overrides names {unknown}, which are not sub-workers of the program (those are {subs})")
-        return Session(self, persistent, reset_persistent_windows, overrides)
-
-
-class Session:
-    """A prepared program: call it like the compiled program."""
-
-    def __init__(self, compiled, persistent, reset, overrides):
-        self.compiled, self.persistent, self.reset, self.overrides = compiled, persistent, reset, overrides
-        self.ranks = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self.ranks is not None:
-            self.ranks.__exit__(None, None, None)
-            self.ranks = None
-
-    def __call__(self, *args, config=None, **kwargs):
-        c = self.compiled
-        host = runtime.record(c.host.fn, args, kwargs, len(c.device_ids))
-        for i, (device, fn, a, k) in enumerate(host.dispatches):
-            override = self.overrides.get(getattr(fn, "__name__", None)) if device is None else None
-            if override is not None:
-                host.dispatches[i] = (None, lambda *a_, _o=override, **_k: _o(list(a_)), a, k)
-        if not self.persistent:
-            runtime.execute(host, c.platform)
-            return
-        if self.ranks is None:
-            self.ranks = runtime.Ranks(host, c.platform)
-        self.ranks.run(host, reset=self.reset)
+        return worker.DistributedWorker(
+            self, persistent=persistent, reset_persistent_windows=reset_persistent_windows,
+            sub_worker_overrides=overrides, extra_compiled=extra_compiled,
+        )
 
 
 class _ChipRun:
@@ -286,3 +258,4 @@ def _outputs(fn, args, kwargs):
     if not outs:
         return args[-1] if args else None
     return outs[0] if len(outs) == 1 else tuple(outs)
+

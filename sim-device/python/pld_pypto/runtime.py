@@ -11,7 +11,7 @@ import traceback
 from . import _native, dims
 # The recorded program lives in `host`; re-exported here, where the shim
 # and `program` have always found it.
-from .host import Host, HostBuffer, RunError, ViewSpec, _local, current_host, current_rank, record  # noqa: F401
+from .host import Host, HostBuffer, RunError, ViewSpec, _local, current_group, current_host, current_rank, record  # noqa: F401
 from .kernel import to_kernel_arg
 from .options import OPTIONS
 
@@ -105,6 +105,7 @@ class Ranks:
         # Host steps (SubWorkers) hold every rank; a failed rank breaks it.
         step = threading.Barrier(host.nranks, timeout=OPTIONS.timeout_s)
         first = not self.allocated
+        groups = host.comm_groups()
 
         def run_rank(r):
             _local.rank = ranks[r]
@@ -117,7 +118,7 @@ class Ranks:
                         ranks[r].put((k, [nbytes], "int8"), r, bytes(nbytes), [1, nbytes])
                     ranks[r].quiet()
                     step.wait()
-                for device, fn, args, kwargs in host.dispatches:
+                for (device, fn, args, kwargs), group in zip(host.dispatches, groups):
                     if device is None:
                         _host_step(r, step, fn, args, kwargs)
                         continue
@@ -125,8 +126,10 @@ class Ranks:
                         continue
                     kargs = [to_kernel_arg(a) for a in args]
                     kkwargs = {k: to_kernel_arg(v) for k, v in kwargs.items()}
+                    _local.group = group
                     with dims.bound(fn, kargs, kkwargs):
                         fn(*kargs, **kkwargs)
+                    _local.group = None
                 ranks[r].complete()
                 ranks[r].quiet()
             except BaseException as e:  # noqa: BLE001 - reported with its rank
@@ -135,7 +138,7 @@ class Ranks:
                     step.abort()
                     cluster.cancel(f"rank {r} failed: {e}")
             finally:
-                _local.rank = None
+                _local.rank = _local.group = None
 
         threads = [threading.Thread(target=run_rank, args=(r,), name=f"rank {r}") for r in range(host.nranks)]
         for t in threads:

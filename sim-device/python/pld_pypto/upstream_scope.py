@@ -1,14 +1,26 @@
 """PyPTO system tests that are out of scope on pld, and why: they assert
 on what PyPTO's code generator writes (``compiled.output_dir /
 "next_levels" / ...``, generated orchestration sources, DFX swimlane
-files), not on what the program computes. pld runs programs; it
-generates no code, so those files do not exist. The plugin skips them,
-naming the reason; ``--pld-run-codegen-tests`` runs them anyway.
+files), not on what the program computes; or they drive the vendor's NPU
+runtime library (``simpler``) by hand rather than run a PyPTO program.
+pld runs programs; it generates no code and has no such runtime, so
+neither exists. The plugin skips them, naming the reason;
+``--pld-run-codegen-tests`` runs them anyway.
 
 Keyed by test file (under ``tests/st/distributed/``) and test function;
 ``None`` means every test of the file."""
 
 CODEGEN = "asserts on the code generator's output files (compiled.output_dir / ...); pld generates no code"
+VENDOR_RUNTIME = (
+    "drives the NPU runtime library by hand (simpler.Worker / TaskArgs, simpler_setup.torch_interop, "
+    "compile_and_assemble of generated code); pld runs PyPTO programs, not that library"
+)
+
+# Tests of the vendor runtime library, by file and test function.
+VENDOR = {
+    "test_l3_manual.py": None,
+    "test_l3_stacked_device_tensor.py": {"test_identity_inherited_source"},
+}
 
 OUT_OF_SCOPE = {
     # Each asserts `compiled.output_dir / "next_levels" / "builtin.tensor.<op>__..."` is a
@@ -37,7 +49,7 @@ OUT_OF_SCOPE = {
 def reason(path, name):
     """Why the test ``name`` of file ``path`` is out of scope, or None."""
     base = path.rsplit("/", 1)[-1]
-    if base not in OUT_OF_SCOPE:
-        return None
-    names = OUT_OF_SCOPE[base]
-    return CODEGEN if names is None or name in names else None
+    for table, why in ((OUT_OF_SCOPE, CODEGEN), (VENDOR, VENDOR_RUNTIME)):
+        if base in table and (table[base] is None or name in table[base]):
+            return why
+    return None

@@ -1,6 +1,9 @@
-"""``pypto.ir.distributed_compiled_program``: the distributed config."""
+"""``pypto.ir.distributed_compiled_program``: the distributed config, and
+the compiled program's class (``ir.compile``'s result)."""
 
 from dataclasses import dataclass, field
+
+from pld_pypto.program import Compiled as DistributedCompiledProgram  # noqa: F401
 
 
 @dataclass

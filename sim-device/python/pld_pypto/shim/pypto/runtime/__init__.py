@@ -7,6 +7,10 @@ or NPU runtime to act on, and are kept as given."""
 import warnings
 from dataclasses import dataclass, field
 
+from pld_pypto.worker import (  # noqa: F401
+    DeviceTensor, DistributedWorker, RegistrationHandle, RunHandle, StackedDeviceTensor,
+)
+
 
 @dataclass
 class RunConfig:

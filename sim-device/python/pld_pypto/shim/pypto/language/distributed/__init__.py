@@ -43,13 +43,17 @@ def world_size():
     host = runtime.current_host()
     if host is not None:
         return host.nranks
-    return kernel.rank().nranks()
+    group = runtime.current_group()
+    return len(group) if group is not None else kernel.rank().nranks()
 
 
 def get_comm_ctx(dt):
     """``pld.get_comm_ctx``."""
     _need_dt("get_comm_ctx", dt)
-    r = kernel.rank()
+    r, group = kernel.rank(), runtime.current_group()
+    if group is not None:
+        # A dispatch on a subset of the ranks: its comm group's numbering.
+        return CommCtx(group.index(r.rank()), len(group))
     return CommCtx(r.rank(), r.nranks())
 
 
@@ -105,7 +109,15 @@ def _peer(p):
             f"peer {p!r} is a {type(p).__name__}: a peer index is INT32 scalar arithmetic "
             "(e.g. (my_rank + 1) % nranks); FP32 scalar arithmetic on an index is not allowed on the device"
         )
-    return int(p)
+    group = runtime.current_group()
+    if group is None:
+        return int(p)
+    if not 0 <= p < len(group):
+        raise IndexError(
+            f"peer {int(p)} is not in this dispatch's comm group: its window buffers are dispatched to "
+            f"ranks {group}, which a kernel addresses as peers 0 to {len(group) - 1}"
+        )
+    return group[int(p)]
 
 
 def _atomic(atomic):
