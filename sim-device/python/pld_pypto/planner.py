@@ -37,14 +37,23 @@ def _dead(tile, frame):
     return all(not _live_after(frame.f_code, frame.f_lasti, n) for n in names)
 
 
-def fit(make, operands, depth=1):
+def _kernel_frame():
+    """The innermost frame outside pld-pypto and its ``pypto`` shim: the
+    kernel that called the op (through however many wrappers)."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("pld_pypto", "pypto"):
+        frame = frame.f_back
+    return frame
+
+
+def fit(make, operands):
     """``make()`` (which allocates the result tile); when it does not fit
-    on chip, releases the dead operand tiles of the kernel frame
-    ``depth`` levels above the caller and tries once more."""
+    on chip, releases the dead operand tiles of the kernel frame that
+    called the op and tries once more."""
     try:
         return make()
     except errors.TileOverCapacity:
-        frame = sys._getframe(depth + 1)
+        frame = _kernel_frame()
         dead = [t for t in operands if isinstance(t, Tile) and t.native is not None and _dead(t, frame)]
         if not dead:
             raise

@@ -8,7 +8,7 @@ the rank and the program's line."""
 import threading
 import traceback
 
-from . import _native, dims
+from . import _native, dims, tasks
 # The recorded program lives in `host`; re-exported here, where the shim
 # and `program` have always found it.
 from .host import Host, HostBuffer, RunError, ViewSpec, _local, current_group, current_host, current_rank, record  # noqa: F401
@@ -57,8 +57,14 @@ def data_window_bytes(host, daemons=()):
     pld-pypto starts the ranks. A running daemon's window has the size it
     was started with: the buffers must fit, and the scratch takes what is
     left (reserved on demand, with an error naming the window if short)."""
-    buffers = sum((b.nbytes + 63) // 64 * 64 for b in host.buffers)
+    buffers = sum((b.nbytes + 63) // 64 * 64 for b in host.buffers) + _order_bytes(host.nranks)
     return buffers if daemons else buffers + SCRATCH_BYTES
+
+
+def _order_bytes(nranks):
+    """The signal of the barrier that orders a prepared program's calls:
+    one int32 cell per rank, 64-byte aligned."""
+    return (4 * nranks + 63) // 64 * 64
 
 
 def execute(host, platform):
@@ -110,14 +116,19 @@ class Ranks:
         def run_rank(r):
             _local.rank = ranks[r]
             try:
+                order = (len(self.buffers), [host.nranks, 1], "int32")
                 if first:
                     for name, nbytes in self.buffers:
                         ranks[r].alloc_window_buffer(name, nbytes)
-                elif reset:
-                    for k, (_, nbytes) in enumerate(self.buffers):
-                        ranks[r].put((k, [nbytes], "int8"), r, bytes(nbytes), [1, nbytes])
-                    ranks[r].quiet()
-                    step.wait()
+                    ranks[r].alloc_window_buffer("pld: call order", _order_bytes(host.nranks))
+                else:
+                    if reset:
+                        for k, (_, nbytes) in enumerate(self.buffers):
+                            ranks[r].put((k, [nbytes], "int8"), r, bytes(nbytes), [1, nbytes])
+                    # The last call (and the reset) ended on every rank
+                    # before this one starts: a real barrier, so that the
+                    # race detector knows it as the program does.
+                    ranks[r].barrier(order)
                 for (device, fn, args, kwargs), group in zip(host.dispatches, groups):
                     if device is None:
                         _host_step(r, step, fn, args, kwargs)
@@ -129,6 +140,7 @@ class Ranks:
                     _local.group = group
                     with dims.bound(fn, kargs, kkwargs):
                         fn(*kargs, **kkwargs)
+                        tasks.flush()  # tasks deferred outside a manual_scope
                     _local.group = None
                 ranks[r].complete()
                 ranks[r].quiet()
@@ -139,6 +151,7 @@ class Ranks:
                     cluster.cancel(f"rank {r} failed: {e}")
             finally:
                 _local.rank = _local.group = None
+                tasks.reset()
 
         threads = [threading.Thread(target=run_rank, args=(r,), name=f"rank {r}") for r in range(host.nranks)]
         for t in threads:

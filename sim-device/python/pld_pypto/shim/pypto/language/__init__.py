@@ -3,12 +3,11 @@ the tile/tensor ops of a kernel. Tile values are computed with numpy; every
 tile is the Rust device's, so capacity and alignment are its rules."""
 
 import builtins
-import contextlib
 
 import numpy as np
 import types
 
-from pld_pypto import dims, kernel, loops, ops, planner
+from pld_pypto import dims, kernel, loops, ops, planner, tasks
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy
 from pld_pypto.program import FunctionType, Level, Role, function, jit, program
@@ -89,9 +88,12 @@ pipeline = loops.pipeline
 yield_ = loops.yield_
 
 
-def at(level=None, **_options):
-    """``with pl.at(level=...)``: placement; kernels run where they are."""
-    return contextlib.nullcontext()
+def at(level=None, *, deps=None, name_hint=None, **_options):
+    """``with pl.at(level=..., deps=[tid]) as tid``: a task. Placement is
+    moot (kernels run where they are); a task whose deps registered
+    ``pld.system.defer_wait`` runs once those conditions hold
+    (``pld_pypto.tasks``)."""
+    return tasks.Task(deps, name_hint)
 
 
 def _offsets_shape(offsets, shape, ndim):
@@ -246,25 +248,47 @@ row_sum = ops.row_sum
 MemorySpace = ops.MemorySpace
 
 
-class manual_scope(contextlib.nullcontext):  # noqa: N801 - PyPTO's spelling
+class manual_scope:  # noqa: N801 - PyPTO's spelling
     """``with pl.manual_scope():``: on the NPU, dependency tracking is off
     and the program declares its edges; on pld a kernel's calls run in
-    program order, which honours every edge such a scope declares."""
+    program order, which honours every edge such a scope declares, except
+    a task deferred on a ``defer_wait``: those run at the scope's end."""
 
-    def __init__(self):
-        super().__init__()
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            tasks.flush()
+        return False
+
+
+# Ops a deferred task records (pld_pypto.tasks): each returns a pending
+# value there, except the stores, which return their target as they do.
+load = tasks.deferrable("pl.load")(load)
+store = tasks.deferrable("pl.store", lambda tile, offsets, output_tensor=None, *a, **k: (
+    output_tensor if output_tensor is not None else k.get("output_tensor")))(store)
+add, sub, mul, div = (tasks.deferrable(f"pl.{f.__name__}")(f) for f in (add, sub, mul, div))
+max = tasks.deferrable("pl.max")(max)  # noqa: A001
+min = tasks.deferrable("pl.min")(min)  # noqa: A001
+cast, read = tasks.deferrable("pl.cast")(cast), tasks.deferrable("pl.read")(read)
+write = tasks.deferrable("pl.write")(write)
+slice = tasks.deferrable("pl.slice")(slice)  # noqa: A001
+assemble = tasks.deferrable("pl.assemble", lambda target, *a, **k: target)(assemble)
+matmul, move = tasks.deferrable("pl.matmul")(matmul), tasks.deferrable("pl.move")(move)
+reshape, row_sum = tasks.deferrable("pl.reshape")(reshape), tasks.deferrable("pl.row_sum")(row_sum)
 
 
 # ``pl.tensor.*`` and ``pl.tile.*``: the tier-specific spellings of the ops
 # above (one implementation each, which accepts its tier's operands).
 tensor = types.SimpleNamespace(
-    add=add, sub=sub, mul=mul, div=div, maximum=max, minimum=min, cast=cast, slice=ops.slice,
-    assemble=ops.assemble, create=ops.create_tensor, matmul=ops.matmul, reshape=ops.reshape,
-    row_sum=ops.row_sum, read=read, write=write,
+    add=add, sub=sub, mul=mul, div=div, maximum=max, minimum=min, cast=cast, slice=slice,
+    assemble=assemble, create=ops.create_tensor, matmul=matmul, reshape=reshape,
+    row_sum=row_sum, read=read, write=write,
 )
 tile = types.SimpleNamespace(
     load=load, store=store, add=add, sub=sub, mul=mul, div=div, maximum=max, minimum=min, cast=cast,
-    full=ops.full, create=ops.create, row_sum=ops.row_sum, reshape=ops.reshape, slice=ops.slice,
-    assemble=ops.assemble, move=ops.move, matmul=ops.matmul,
+    full=ops.full, create=ops.create, row_sum=row_sum, reshape=reshape, slice=slice,
+    assemble=assemble, move=move, matmul=matmul,
 )
 array = types.SimpleNamespace(create=ops.array_create, get_element=ops.array_get, update_element=ops.array_update)

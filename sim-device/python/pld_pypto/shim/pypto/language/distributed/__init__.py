@@ -9,7 +9,7 @@ import sys
 import types
 
 import numpy as np
-from pld_pypto import collectives, errors, kernel, runtime  # noqa: F401 - `pld.errors`
+from pld_pypto import collectives, errors, kernel, runtime, tasks  # noqa: F401 - `pld.errors`
 from pld_pypto.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp  # noqa: F401 - `pld.ReduceOp`, ...
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy, dtype_name
@@ -208,9 +208,29 @@ def _wait(signal, offsets, expected, cmp=WaitCmp.Ge):
     return kernel.rank().wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
 
 
-def _defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
-    _need_dt("pld.system.defer_wait", signal)
+def _register_defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
     kernel.rank().defer_wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
+
+
+def _defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
+    """In a ``pl.at`` task: the task completes once the condition holds
+    (``pld_pypto.tasks``); elsewhere the device checks it at the kernel's
+    completion."""
+    _need_dt("pld.system.defer_wait", signal)
+    args = (signal, offsets, int(tasks.resolve(expected)), cmp)
+    if not tasks.defer_wait(_wait, _register_defer_wait, args):
+        _register_defer_wait(*args)
+
+
+# Ops a deferred task records (pld_pypto.tasks); remote stores return None.
+_remote_load = tasks.deferrable("pld.tile.remote_load")(_remote_load)
+_tile_remote_store = tasks.deferrable("pld.tile.remote_store")(_tile_remote_store)
+_tensor_remote_store = tasks.deferrable("pld.tensor.remote_store")(_tensor_remote_store)
+remote_store = tasks.deferrable("pld.remote_store")(remote_store)
+_put = tasks.deferrable("pld.tensor.put")(_put)
+_get = tasks.deferrable("pld.tensor.get")(_get)
+_notify = tasks.deferrable("pld.system.notify")(_notify)
+_wait = tasks.deferrable("pld.system.wait")(_wait)
 
 
 system = types.SimpleNamespace(
