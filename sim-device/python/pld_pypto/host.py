@@ -19,6 +19,15 @@ def current_rank():
     return getattr(_local, "rank", None)
 
 
+def torch_of(values):
+    """The torch module when one of ``values`` is a torch tensor, else
+    None (pld-pypto itself does not depend on torch)."""
+    return next(
+        (sys.modules["torch"] for v in values if type(v).__module__.split(".")[0] == "torch"),
+        None,
+    )
+
+
 def current_group():
     """The comm group of the dispatch this thread runs: its ranks in group
     order (a kernel's peer ``p`` is ``group[p]``), or None for every rank."""
@@ -99,11 +108,7 @@ def record(host_fn, args, kwargs, nranks):
     host = Host(nranks)
     # Host tensors the program creates (pl.create_tensor) are of the kind
     # the caller passes: torch, as in PyPTO's host runtime, or numpy.
-    host.torch = next(
-        (sys.modules[type(a).__module__.split(".")[0]] for a in (*args, *kwargs.values())
-         if type(a).__module__.startswith("torch")),
-        None,
-    )
+    host.torch = torch_of((*args, *kwargs.values()))
     _local.host = host
     try:
         with dims.bound(host_fn, args, kwargs):

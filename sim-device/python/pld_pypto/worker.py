@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from . import dims, kernel, runtime
+from .host import torch_of
 
 
 class DeviceTensor:
@@ -273,10 +274,7 @@ def _zeros(param, inputs):
     if getattr(tensor, "kind", None) != "Tensor" or not isinstance(spec, tuple) or len(spec) != 2:
         raise TypeError(f"output {param.name!r} is not annotated pl.Out[pl.Tensor[shape, dtype]]: pass it")
     shape, dtype = [int(d) for d in spec[0]], spec[1]
-    torch = next(
-        (sys.modules[type(a).__module__.split(".")[0]] for a in inputs if type(a).__module__.startswith("torch")),
-        None,
-    )
+    torch = torch_of(inputs)
     if torch is not None:
         return torch.zeros(shape, dtype=getattr(torch, _TORCH[dtype.name]))
     np_dtype = kernel.np_dtype(dtype.name)
