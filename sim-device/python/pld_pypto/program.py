@@ -181,10 +181,8 @@ class Compiled:
         )
 
     def __call__(self, *args, config=None, **kwargs):
-        args, outputs = worker.return_style(self.host.fn, args, kwargs)
-        host = runtime.record(self.host.fn, args, kwargs, len(self.device_ids))
-        runtime.execute(host, self.platform)
-        return outputs
+        # One run path: a plain call is a one-shot worker's call.
+        return worker.DistributedWorker(self)(*args, **kwargs)
 
     def prepare(self, config=None, *, extra_compiled=(), persistent=False, reset_persistent_windows=True,
                 callbacks=None, sub_worker_overrides=None, startup_timeout_s=None):

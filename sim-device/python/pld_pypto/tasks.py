@@ -104,9 +104,13 @@ def deferrable(call, returns_target=None):
     def wrap(fn):
         @functools.wraps(fn)
         def op(*args, **kwargs):
+            if not getattr(_local, "recorded", False):
+                if not _stack():
+                    return fn(*args, **kwargs)  # no task, nothing pending: the op as it was
             task = _deferring()
             if task is None:
                 return fn(*_resolve(args), **{k: _resolve(v) for k, v in kwargs.items()})
+            _local.recorded = True
             pending = Pending(call)
             task.ops.append((pending, fn, args, kwargs))
             return returns_target(*args, **kwargs) if returns_target else pending
@@ -151,4 +155,4 @@ def flush():
 
 def reset():
     """Forgets this thread's tasks (a kernel failed mid-scope)."""
-    _local.stack, _local.pending = [], []
+    _local.stack, _local.pending, _local.recorded = [], [], False
