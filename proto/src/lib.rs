@@ -27,6 +27,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod barrier;
+pub mod cell;
 pub mod checked;
 pub mod collective;
 pub mod dtype;
@@ -56,14 +57,15 @@ pub mod v1 {
 
 /// Re-exported for [`impl_rma!`], whose expansions name `Bytes`.
 pub use bytes;
+pub use cell::CellOp;
 pub use dtype::Element;
 pub use frame::{Frame, FrameError, MsgKind};
 pub use op::{OpKind, ReplyShape};
 pub use rma::Rma;
 pub use scalar::{ReduceOp, Scalar};
 pub use track::PeerOps;
-pub use v1::{Cmp, Dtype, ErrorCode, NotifyOp};
+pub use v1::{BitOp, Cmp, Dtype, ErrorCode, NotifyOp};
 
 /// The peer-plane protocol version; ranks that speak different versions refuse
 /// each other at the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

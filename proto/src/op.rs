@@ -189,6 +189,18 @@ ops! {
     CompareSwap = "compare_swap", reply: Value, access: Some(AccessKind::CompareSwap), releases: true;
     /// `notify`: set or add to an int32 signal cell.
     Notify = "notify", reply: Ack, access: None, releases: true;
+    /// `swap`: replace a window cell and return what it held.
+    Swap = "swap", reply: Value, access: Some(AccessKind::Atomic), releases: true;
+    /// `fetch`: read a window cell atomically.
+    Fetch = "fetch", reply: Value, access: Some(AccessKind::AtomicRead), releases: false;
+    /// `set`: write a window cell atomically.
+    Set = "set", reply: Ack, access: Some(AccessKind::Atomic), releases: true;
+    /// `atomic_bitwise`: and / or / xor into a window cell, no value back.
+    AtomicBitwise = "atomic_bitwise", reply: Ack, access: Some(AccessKind::Atomic), releases: true;
+    /// `fetch_bitwise`: and / or / xor into a window cell and return what it held.
+    FetchBitwise = "fetch_bitwise", reply: Value, access: Some(AccessKind::Atomic), releases: true;
+    /// `put_signal`: write bytes, then set or add to a 64-bit signal cell.
+    PutSignal = "put_signal", reply: Ack, access: Some(AccessKind::Put), releases: true;
 }
 
 impl OpKind {
@@ -224,10 +236,11 @@ mod tests {
     }
 
     #[test]
-    fn the_ops_that_release_are_the_atomics_and_notify() {
+    fn the_ops_that_release_are_the_writing_atomics_and_the_signals() {
         for op in OpKind::ALL {
-            let atomic = op.access().is_some_and(AccessKind::atomic);
-            assert_eq!(op.releases(), atomic || op == OpKind::Notify, "{op}");
+            let atomic = op.access().is_some_and(|a| a.atomic() && a.writes());
+            let signal = matches!(op, OpKind::Notify | OpKind::PutSignal);
+            assert_eq!(op.releases(), atomic || signal, "{op}");
         }
     }
 }

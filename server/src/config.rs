@@ -216,6 +216,9 @@ pub struct Config {
     pub security: Security,
     /// The race detector (`--checked[=strict]`); every rank must agree.
     pub checked: crate::CheckedMode,
+    /// Windows over memory the process already owns (an OpenSHMEM
+    /// program's data segment), served beside `windows`.
+    pub lent: Vec<std::sync::Arc<crate::window::ForeignMemory>>,
 }
 
 /// The range every timeout may take: longer ones are typos, and would
@@ -248,6 +251,7 @@ impl Config {
             progress: Progress::Sleep,
             security: Security::Unset,
             checked: crate::CheckedMode::Off,
+            lent: Vec::new(),
         }
     }
 
@@ -276,7 +280,9 @@ impl Config {
         if self.windows.is_empty() {
             return Err(E::NoWindows.into());
         }
+        let lent = self.lent.iter().map(|m| m.name());
         let mut names: Vec<&str> = self.windows.iter().map(|w| w.name.as_str()).collect();
+        names.extend(lent);
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
             let name = w[0].to_string();

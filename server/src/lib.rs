@@ -36,3 +36,4 @@ pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{Chunking, Layout, OpHandle, QuicPath, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;
 pub use tls::Security;
+pub use window::ForeignMemory;

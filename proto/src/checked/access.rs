@@ -17,6 +17,11 @@ pub enum AccessKind {
     FetchAdd,
     /// A peer's compare-and-swap.
     CompareSwap,
+    /// A peer's other single-cell atomic that writes: swap, set, and / or
+    /// / xor (OpenSHMEM's AMOs).
+    Atomic,
+    /// A peer's atomic fetch of a cell.
+    AtomicRead,
     /// The owner reading its own window (`pl.load` of its view, a local Get).
     Load,
     /// The owner writing its own window (`pl.store` into its view, a local Put).
@@ -27,8 +32,9 @@ impl AccessKind {
     /// Whether the access changes bytes.
     pub const fn writes(self) -> bool {
         match self {
-            AccessKind::Get | AccessKind::Load => false,
+            AccessKind::Get | AccessKind::Load | AccessKind::AtomicRead => false,
             AccessKind::Put
+            | AccessKind::Atomic
             | AccessKind::AtomicAdd
             | AccessKind::FetchAdd
             | AccessKind::CompareSwap
@@ -40,7 +46,11 @@ impl AccessKind {
     /// cells never race with each other).
     pub const fn atomic(self) -> bool {
         match self {
-            AccessKind::AtomicAdd | AccessKind::FetchAdd | AccessKind::CompareSwap => true,
+            AccessKind::AtomicAdd
+            | AccessKind::FetchAdd
+            | AccessKind::CompareSwap
+            | AccessKind::Atomic
+            | AccessKind::AtomicRead => true,
             AccessKind::Put | AccessKind::Get | AccessKind::Load | AccessKind::Store => false,
         }
     }
@@ -54,7 +64,9 @@ impl AccessKind {
             | AccessKind::Get
             | AccessKind::AtomicAdd
             | AccessKind::FetchAdd
-            | AccessKind::CompareSwap => false,
+            | AccessKind::CompareSwap
+            | AccessKind::Atomic
+            | AccessKind::AtomicRead => false,
         }
     }
 
@@ -67,6 +79,8 @@ impl AccessKind {
             AccessKind::AtomicAdd => AccessKind::AtomicAdd,
             AccessKind::FetchAdd => AccessKind::FetchAdd,
             AccessKind::CompareSwap => AccessKind::CompareSwap,
+            AccessKind::Atomic => AccessKind::Atomic,
+            AccessKind::AtomicRead => AccessKind::AtomicRead,
         }
     }
 
@@ -78,8 +92,13 @@ impl AccessKind {
             return false;
         }
         let adds = |k| matches!(k, AccessKind::AtomicAdd | AccessKind::FetchAdd);
+        // OpenSHMEM's AMOs (swap, fetch, set, the bitwise ops) are atomic
+        // with respect to every other atomic on the cell.
+        let amo = |k| matches!(k, AccessKind::Atomic | AccessKind::AtomicRead);
         let same_family = (adds(self) && adds(other))
-            || (self == AccessKind::CompareSwap && other == AccessKind::CompareSwap);
+            || (self == AccessKind::CompareSwap && other == AccessKind::CompareSwap)
+            || (amo(self) && other.atomic())
+            || (amo(other) && self.atomic());
         !same_family
     }
 
@@ -91,6 +110,8 @@ impl AccessKind {
             AccessKind::AtomicAdd => "atomically added to",
             AccessKind::FetchAdd => "fetch_added",
             AccessKind::CompareSwap => "compare_swapped",
+            AccessKind::Atomic => "atomically wrote (swap / set / and / or / xor)",
+            AccessKind::AtomicRead => "atomically fetched",
             AccessKind::Load => "loaded its own",
             AccessKind::Store => "stored into its own",
         }

@@ -186,5 +186,6 @@ fn of_access(e: &AccessError, m: Meta) -> (&'static str, Meta) {
         AccessError::Race { .. } => ("RACE", m),
         AccessError::InvalidCmp { value } => ("INVALID_CMP", m.with("cmp", value)),
         AccessError::InvalidNotifyOp { value } => ("INVALID_NOTIFY_OP", m.with("notify_op", value)),
+        AccessError::InvalidBitOp { value } => ("INVALID_BIT_OP", m.with("bit_op", value)),
     }
 }

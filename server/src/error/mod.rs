@@ -73,6 +73,9 @@ pub enum AccessError {
     /// A wait or test without a comparison.
     #[error("the comparison value {value} is none of ==, !=, >, >=, <, <=")]
     InvalidCmp { value: i32 },
+    /// An atomic_bitwise or fetch_bitwise without a valid bitwise op.
+    #[error("bitwise op value {value} is none of and, or, xor")]
+    InvalidBitOp { value: i32 },
     /// A notify without a valid op.
     #[error("notify op value {value} is neither set nor atomic_add")]
     InvalidNotifyOp { value: i32 },
@@ -94,6 +97,7 @@ impl AccessError {
             AccessError::UnsupportedDtype { .. } => ErrorCode::UnsupportedDtype,
             AccessError::UnknownWindow { .. } => ErrorCode::UnknownWindow,
             AccessError::InvalidNotifyOp { .. }
+            | AccessError::InvalidBitOp { .. }
             | AccessError::InvalidCmp { .. }
             | AccessError::ValueOutOfRange { .. }
             | AccessError::ReplyTooLarge { .. }

@@ -10,7 +10,7 @@ use crate::window::{Rows, Window};
 use pld_proto::checked::AccessKind;
 use pld_proto::frame::{self, StoreFrame};
 use pld_proto::v1::{CheckedStamp, Hello, PeerPut, header::Body};
-use pld_proto::{Dtype, MsgKind, NotifyOp, OpKind};
+use pld_proto::{CellOp, Dtype, MsgKind, NotifyOp, OpKind, ReplyShape};
 
 /// What a request produced.
 pub(super) enum Outcome {
@@ -242,6 +242,47 @@ fn apply_to_window(
                     w.notify(r.offset, op, r.value)
                 })?,
                 None => w.notify(r.offset, op, r.value)?,
+            };
+            Ok(Outcome::Ack)
+        }
+        Body::Swap(_)
+        | Body::Fetch(_)
+        | Body::Set(_)
+        | Body::AtomicBitwise(_)
+        | Body::FetchBitwise(_) => {
+            let (r, op) = match CellOp::of_body(&body) {
+                Some(Ok(parsed)) => parsed,
+                Some(Err(e)) => return Err(AccessError::InvalidBitOp { value: e.value }),
+                None => return Err(AccessError::NotARequest),
+            };
+            let w = state.windows().get(r.window)?;
+            let d = dtype(r.dtype)?;
+            let kind = op.kind().access().unwrap_or(AccessKind::Atomic);
+            let outcome = atomic(state, at, r.window, r.offset, d, kind, &check, || {
+                w.cell_op(r.offset, d, op)
+            })?;
+            Ok(match op.kind().reply() {
+                ReplyShape::Value => outcome,
+                ReplyShape::Ack | ReplyShape::Data => Outcome::Ack,
+            })
+        }
+        Body::PutSignal(r) => {
+            let w = state.windows().get(r.window)?;
+            let rows = w.check_contiguous(r.offset, payload.len() as u64)?;
+            let sw = state.windows().get(r.signal_window)?;
+            sw.check_elems(r.signal_offset, 8, Dtype::Int64)?;
+            let op = match NotifyOp::try_from(r.signal_op) {
+                Ok(op @ (NotifyOp::Set | NotifyOp::AtomicAdd)) => op,
+                _ => return Err(AccessError::InvalidNotifyOp { value: r.signal_op }),
+            };
+            check(r.window, &rows, AccessKind::Put)?;
+            w.write_rows(rows, payload)?;
+            // The signal after the data, with release ordering: whoever
+            // sees it sees the bytes.
+            let signal = || sw.signal64(r.signal_offset, op, r.signal);
+            match state.checked() {
+                Some(c) => c.atomic(r.signal_window, r.signal_offset, at.1, signal)?.0,
+                None => signal()?,
             };
             Ok(Outcome::Ack)
         }

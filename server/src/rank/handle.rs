@@ -85,7 +85,7 @@ impl<T> OpHandle<T> {
 
     /// Gives the op up to `quiet` (see [`Rank::put_nbi`](crate::Rank::put_nbi)):
     /// a failure already in is returned; a later one goes to the next quiet.
-    pub(crate) fn detach(self) -> Result<()> {
+    pub fn detach(self) -> Result<()> {
         match self.state {
             State::Ready(r) => r.map(drop),
             State::One(part, ..) => {
@@ -128,6 +128,12 @@ pub(crate) fn acked(replies: OpReplies, check: Check) -> Result<()> {
         true => Ok(()),
         false => Err(protocol(check, "got a reply that is not an ack".into())),
     }
+}
+
+/// An ack where the op's handle resolves to a value: a cell op answered
+/// with an ack (`set`, `atomic_bitwise`) resolves to 0.
+pub(crate) fn acked_zero(replies: OpReplies, check: Check) -> Result<i64> {
+    acked(replies, check).map(|()| 0)
 }
 
 /// The parts of a get, in order, as one buffer exactly as long as asked:

@@ -4,6 +4,7 @@
 //! simulated device embed the same code. See `docs/semantics.md` for the
 //! completion and ordering rules every op follows.
 
+mod amo;
 mod atomic;
 mod checked;
 mod handle;
@@ -110,7 +111,7 @@ impl Rank {
             .iter()
             .map(|w| (w.name.clone(), w.size))
             .collect();
-        let windows = Windows::new(&specs)?;
+        let windows = Windows::with_lent(&specs, &config.lent)?;
         let state = Arc::new(RankState::new(config, windows));
         let cfg = state.config();
         let listen = handshake::resolve(cfg.listen_addr()).await.map_err(|e| {

@@ -272,6 +272,19 @@ impl Rank {
         })
     }
 
+    /// Waits until `ready()` holds or `timeout` passes; returns whether it
+    /// held. `ready` is looked at again whenever a peer changes any window
+    /// of this rank — for a program that waits on its own window memory by
+    /// address (OpenSHMEM's `wait_until`), without spinning. What this rank
+    /// queued is sent first: it may be what another rank answers.
+    pub async fn watch(&self, timeout: Duration, ready: impl FnMut() -> bool) -> bool {
+        for link in self.links.all() {
+            link.flush().await;
+        }
+        let deadline = crate::deadline::after(timeout);
+        self.state.windows().board().until(deadline, ready).await
+    }
+
     fn signal_cell(
         &self,
         op: &'static str,

@@ -10,7 +10,7 @@
 //! correctly rounded sum.
 
 use half::{bf16, f16};
-use pld_proto::Dtype;
+use pld_proto::{BitOp, CellOp, Dtype, NotifyOp};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{
     AtomicI8, AtomicI16, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, fence,
@@ -112,6 +112,71 @@ pub(super) unsafe fn compare_swap(p: *mut u8, dtype: Dtype, expected: i64, desir
                 }
             }
         }
+    }
+}
+
+/// A single-cell atomic on an int32/int64 cell; returns the previous
+/// value (sign-extended for int32).
+///
+/// # Safety
+/// As for [`fetch_add`].
+pub(super) unsafe fn cell_op(p: *mut u8, dtype: Dtype, op: CellOp) -> i64 {
+    let v = op.value();
+    // SAFETY: the caller's contract.
+    unsafe {
+        match dtype {
+            Dtype::Int32 => {
+                let cell = AtomicI32::from_ptr(p.cast());
+                let v = v as i32;
+                (match op {
+                    CellOp::Fetch => cell.load(Acquire),
+                    CellOp::Swap(_) => cell.swap(v, AcqRel),
+                    CellOp::Set(_) => {
+                        cell.store(v, Release);
+                        0
+                    }
+                    CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) => match b {
+                        BitOp::And => cell.fetch_and(v, AcqRel),
+                        BitOp::Or => cell.fetch_or(v, AcqRel),
+                        BitOp::Xor => cell.fetch_xor(v, AcqRel),
+                        BitOp::Unspecified => cell.load(Acquire),
+                    },
+                }) as i64
+            }
+            _ => {
+                let cell = AtomicI64::from_ptr(p.cast());
+                match op {
+                    CellOp::Fetch => cell.load(Acquire),
+                    CellOp::Swap(_) => cell.swap(v, AcqRel),
+                    CellOp::Set(_) => {
+                        cell.store(v, Release);
+                        0
+                    }
+                    CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) => match b {
+                        BitOp::And => cell.fetch_and(v, AcqRel),
+                        BitOp::Or => cell.fetch_or(v, AcqRel),
+                        BitOp::Xor => cell.fetch_xor(v, AcqRel),
+                        BitOp::Unspecified => cell.load(Acquire),
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// Sets or adds to (wrapping) the 8-byte signal cell at `p`, releasing
+/// what was written before.
+///
+/// # Safety
+/// `p` must be valid and 8-byte aligned.
+pub(super) unsafe fn signal64(p: *mut u8, op: NotifyOp, value: u64) {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { AtomicU64::from_ptr(p.cast()) };
+    match op {
+        NotifyOp::AtomicAdd => {
+            cell.fetch_add(value, AcqRel);
+        }
+        _ => cell.store(value, Release),
     }
 }
 

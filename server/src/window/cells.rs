@@ -4,6 +4,7 @@
 
 use super::{Window, atomic};
 use crate::error::AccessError;
+use pld_proto::cell::{CellOp, next_value};
 use pld_proto::{Dtype, NotifyOp, OpKind};
 
 impl Window {
@@ -62,6 +63,33 @@ impl Window {
         });
         self.board.changed();
         Ok(previous)
+    }
+
+    /// Applies a single-cell atomic (swap, fetch, set, and / or / xor) to
+    /// an int32/int64 cell; returns the previous value.
+    pub fn cell_op(&self, offset: u64, dtype: Dtype, op: CellOp) -> Result<i64, AccessError> {
+        let at = self.check_cell(op.kind(), offset, dtype)?;
+        check_fits(op.kind(), dtype, op.value())?;
+        // SAFETY: checked in bounds and aligned for `dtype`.
+        let previous = self.with_cell(at, |p| unsafe { atomic::cell_op(p, dtype, op) });
+        if next_value(op, 0).is_some() {
+            self.board.changed();
+        }
+        Ok(previous)
+    }
+
+    /// Sets or atomically adds to the 8-byte signal cell of a put-with-signal
+    /// (OpenSHMEM's `uint64_t` signals): with release ordering, so that a
+    /// rank that reads the new signal reads the data written before it.
+    pub fn signal64(&self, offset: u64, op: NotifyOp, value: u64) -> Result<(), AccessError> {
+        let at = self.check_elems(offset, 8, Dtype::Int64)?.start;
+        if !matches!(op, NotifyOp::Set | NotifyOp::AtomicAdd) {
+            return Err(AccessError::InvalidNotifyOp { value: op as i32 });
+        }
+        // SAFETY: checked in bounds and 8-byte aligned.
+        self.with_cell(at, |p| unsafe { atomic::signal64(p, op, value) });
+        self.board.changed();
+        Ok(())
     }
 
     /// Checks a notify on an int32 signal cell.

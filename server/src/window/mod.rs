@@ -53,7 +53,9 @@ pub struct Window {
     name: String,
     ptr: NonNull<u8>,
     size: usize,
-    layout: Layout,
+    /// `None` for memory the process lent ([`ForeignMemory`]): not ours
+    /// to free.
+    layout: Option<Layout>,
     board: Arc<ChangeBoard>,
     /// One lock per `STRIPE` bytes: every mutating atomic holds the lock of
     /// the stripe it touches (see `window::atomic`).
@@ -81,8 +83,71 @@ impl std::fmt::Debug for Window {
 
 impl Drop for Window {
     fn drop(&mut self) {
-        // SAFETY: allocated in `Window::new` with exactly this layout.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        if let Some(layout) = self.layout {
+            // SAFETY: allocated in `Window::with_board` with exactly this layout.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) }
+        }
+    }
+}
+
+/// Memory the process already owns, lent to a rank as a window — an
+/// OpenSHMEM program's data segment (`static long x;` is symmetric). The
+/// one way to make a window over memory the rank did not allocate.
+#[derive(Debug)]
+pub struct ForeignMemory {
+    name: String,
+    ptr: NonNull<u8>,
+    size: usize,
+}
+
+// SAFETY: a `ForeignMemory` is an address range, valid for the process's
+// lifetime by `ForeignMemory::new`'s contract; the window over it accesses
+// it only through bounds-checked copies and atomics (see the module docs).
+unsafe impl Send for ForeignMemory {}
+// SAFETY: as above.
+unsafe impl Sync for ForeignMemory {}
+
+impl ForeignMemory {
+    /// Lends `size` bytes at `ptr` as the window `name`.
+    ///
+    /// # Safety
+    /// The range must be readable and writable for as long as any rank
+    /// serves it — in practice, the process's lifetime (a data segment) —
+    /// and 8-byte aligned, so that an element offset that is a multiple of
+    /// its size is naturally aligned. Peers write it at any time: the
+    /// program must treat it as OpenSHMEM symmetric memory (no Rust
+    /// reference into it may be held across a remote write).
+    pub unsafe fn new(
+        name: &str,
+        ptr: NonNull<u8>,
+        size: u64,
+    ) -> Result<ForeignMemory, ConfigError> {
+        let fail = || ConfigError::WindowAlloc {
+            name: name.to_string(),
+            size,
+        };
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(fail)?;
+        if ptr.as_ptr() as usize % 8 != 0 {
+            return Err(fail());
+        }
+        Ok(ForeignMemory {
+            name: name.to_string(),
+            ptr,
+            size,
+        })
+    }
+
+    /// The window's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size as u64
     }
 }
 
@@ -111,17 +176,39 @@ impl Window {
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).ok_or_else(fail)?;
+        Ok(Self::over(name, ptr, size, Some(layout), board))
+    }
+
+    /// A window over lent memory (see [`ForeignMemory`]).
+    pub(crate) fn lent(memory: &ForeignMemory, board: Arc<ChangeBoard>) -> Window {
+        Self::over(&memory.name, memory.ptr, memory.size, None, board)
+    }
+
+    fn over(
+        name: &str,
+        ptr: NonNull<u8>,
+        size: usize,
+        layout: Option<Layout>,
+        board: Arc<ChangeBoard>,
+    ) -> Window {
         let stripes = (0..size.div_ceil(STRIPE))
             .map(|_| std::sync::Mutex::new(()))
             .collect();
-        Ok(Window {
+        Window {
             name: name.to_string(),
             ptr,
             size,
             layout,
             board,
             stripes,
-        })
+        }
+    }
+
+    /// The address of the window's first byte: for a program that embeds
+    /// the rank and reads its own window in place (OpenSHMEM's symmetric
+    /// heap). Access through it follows the module's concurrency model.
+    pub fn base(&self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 
     /// The window's name.

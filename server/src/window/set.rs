@@ -1,6 +1,6 @@
 //! A rank's windows, by name and id.
 
-use super::{ChangeBoard, Window};
+use super::{ChangeBoard, ForeignMemory, Window};
 use crate::error::{AccessError, ConfigError};
 use pld_proto::v1::WindowSpec;
 use std::sync::Arc;
@@ -15,13 +15,22 @@ pub struct Windows {
 impl Windows {
     /// Allocates the windows (sorted by name).
     pub fn new(specs: &[(String, u64)]) -> Result<Windows, ConfigError> {
-        let mut specs = specs.to_vec();
-        specs.sort();
+        Self::with_lent(specs, &[])
+    }
+
+    /// Allocates the windows of `specs` and adds those over `lent` memory
+    /// (sorted by name together).
+    pub fn with_lent(
+        specs: &[(String, u64)],
+        lent: &[Arc<ForeignMemory>],
+    ) -> Result<Windows, ConfigError> {
         let board = Arc::new(ChangeBoard::default());
-        let list = specs
+        let mut list = specs
             .iter()
             .map(|(n, s)| Window::with_board(n, *s, board.clone()))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
+        list.extend(lent.iter().map(|m| Window::lent(m, board.clone())));
+        list.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Windows { list, board })
     }
 

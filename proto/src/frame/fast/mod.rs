@@ -13,8 +13,8 @@
 
 use crate::v1::header::Body;
 use crate::v1::{
-    Ack, BarrierSignal, GetReply, Header, PeerAtomicAdd, PeerCompareSwap, PeerFetchAdd, PeerGet,
-    PeerNotify, PeerPut, ValueReply,
+    Ack, BarrierSignal, GetReply, Header, PeerAtomicAdd, PeerCellOp, PeerCompareSwap, PeerFetchAdd,
+    PeerGet, PeerNotify, PeerPut, ValueReply,
 };
 
 /// The most bytes a fast header takes: the id, a two-byte body tag, its
@@ -88,14 +88,38 @@ fn flat(body: &Body) -> Option<(u8, Fields, usize)> {
         Body::Barrier(BarrierSignal { epoch, round }) => {
             (9, [*epoch, u64::from(*round), 0, 0, 0], 2)
         }
+        Body::Swap(c) => cell(10, c),
+        Body::Fetch(c) => cell(11, c),
+        Body::Set(c) => cell(12, c),
+        Body::AtomicBitwise(c) => cell(13, c),
+        Body::FetchBitwise(c) => cell(14, c),
         Body::Ack(Ack { first }) => (16, [*first, 0, 0, 0, 0], 1),
         Body::GetReply(GetReply {}) => (17, [0; 5], 0),
         Body::Value(ValueReply { previous }) => (18, [*previous as u64, 0, 0, 0, 0], 1),
-        // 2-D requests, the handshake and errors: the generic encoder's.
-        Body::Put(_) | Body::Get(_) | Body::AtomicAdd(_) | Body::Hello(_) | Body::Error(_) => {
+        // 2-D requests, put-with-signal (six fields), the handshake and
+        // errors: the generic encoder's.
+        Body::Put(_)
+        | Body::Get(_)
+        | Body::AtomicAdd(_)
+        | Body::PutSignal(_)
+        | Body::Hello(_)
+        | Body::Error(_) => {
             return None;
         }
     })
+}
+
+/// A single-cell atomic's flat form: body `field`, its five fields.
+fn cell(field: u8, c: &PeerCellOp) -> (u8, Fields, usize) {
+    let i32f = |v: i32| i64::from(v) as u64;
+    let v = [
+        u64::from(c.window),
+        c.offset,
+        i32f(c.dtype),
+        c.value as u64,
+        i32f(c.bit_op),
+    ];
+    (field, v, 5)
 }
 
 pub(super) fn put_varint(out: &mut [u8], at: &mut usize, mut v: u64) {
@@ -359,6 +383,22 @@ fn body(field: u64, v: Fields, last: u64) -> Option<Body> {
         17 => {
             most(0)?;
             Body::GetReply(GetReply {})
+        }
+        10..=14 => {
+            let c = PeerCellOp {
+                window: u32f(v[0])?,
+                offset: v[1],
+                dtype: i32f(v[2]),
+                value: v[3] as i64,
+                bit_op: i32f(v[4]),
+            };
+            match field {
+                10 => Body::Swap(c),
+                11 => Body::Fetch(c),
+                12 => Body::Set(c),
+                13 => Body::AtomicBitwise(c),
+                _ => Body::FetchBitwise(c),
+            }
         }
         18 => {
             most(1)?;
