@@ -1,0 +1,480 @@
+/*
+ * shmem.h — OpenSHMEM 1.5 on pld (libpld_shmem).
+ *
+ * Written for pld: each processing element (PE) embeds a pld rank; the
+ * symmetric heap and the program's data segment are its windows. Compile
+ * with `pld-oshcc`, run with `pld-oshrun -np N`. docs/shmem.md says what
+ * each call does on pld.
+ *
+ * The typed API is declared from the type tables below (X-macros): the
+ * library's typed entry points are generated from the same tables at build
+ * time (shmem/build.rs reads this file), so a type is listed once.
+ */
+#ifndef PLD_SHMEM_H
+#define PLD_SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version and library constants ------------------------------------ */
+
+#define SHMEM_MAJOR_VERSION 1
+#define SHMEM_MINOR_VERSION 5
+#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
+#define SHMEM_MAX_NAME_LEN 256
+#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
+#define SHMEM_VENDOR_STRING "pld OpenSHMEM (libpld_shmem)"
+#define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
+
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
+/* Point-to-point comparisons (wait_until, test, signal_wait_until). */
+#define SHMEM_CMP_EQ 0
+#define SHMEM_CMP_NE 1
+#define SHMEM_CMP_GT 2
+#define SHMEM_CMP_LE 3
+#define SHMEM_CMP_LT 4
+#define SHMEM_CMP_GE 5
+#define _SHMEM_CMP_EQ SHMEM_CMP_EQ
+#define _SHMEM_CMP_NE SHMEM_CMP_NE
+#define _SHMEM_CMP_GT SHMEM_CMP_GT
+#define _SHMEM_CMP_LE SHMEM_CMP_LE
+#define _SHMEM_CMP_LT SHMEM_CMP_LT
+#define _SHMEM_CMP_GE SHMEM_CMP_GE
+
+/* put_signal's operations. */
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+/* The active-set collectives' work arrays (sizes in longs / elements). */
+#define SHMEM_SYNC_VALUE (-1L)
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define SHMEM_BARRIER_SYNC_SIZE 4
+#define SHMEM_BCAST_SYNC_SIZE 4
+#define SHMEM_COLLECT_SYNC_SIZE 4
+#define SHMEM_REDUCE_SYNC_SIZE 4
+#define SHMEM_ALLTOALL_SYNC_SIZE 4
+#define SHMEM_ALLTOALLS_SYNC_SIZE 4
+#define SHMEM_SYNC_SIZE 4
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+/* Memory hints of shmem_malloc_with_hints (accepted, not acted on). */
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2
+
+/* ---- Type tables -------------------------------------------------------
+ * X(TYPE, TYPENAME): every standard RMA type. The "BASE" tables hold the
+ * distinct C types (what a C11 _Generic selection may list); the "ALIAS"
+ * tables the <stdint.h> / <stddef.h> names, which are typedefs of them.
+ */
+#define PLD_SHMEM_RMA_BASE_TYPES(X) \
+  X(float, float) \
+  X(double, double) \
+  X(long double, longdouble) \
+  X(char, char) \
+  X(signed char, schar) \
+  X(short, short) \
+  X(int, int) \
+  X(long, long) \
+  X(long long, longlong) \
+  X(unsigned char, uchar) \
+  X(unsigned short, ushort) \
+  X(unsigned int, uint) \
+  X(unsigned long, ulong) \
+  X(unsigned long long, ulonglong)
+
+#define PLD_SHMEM_RMA_ALIAS_TYPES(X) \
+  X(int8_t, int8) \
+  X(int16_t, int16) \
+  X(int32_t, int32) \
+  X(int64_t, int64) \
+  X(uint8_t, uint8) \
+  X(uint16_t, uint16) \
+  X(uint32_t, uint32) \
+  X(uint64_t, uint64) \
+  X(size_t, size) \
+  X(ptrdiff_t, ptrdiff)
+
+/* The standard AMO types: compare_swap, fetch_inc, inc, fetch_add, add. */
+#define PLD_SHMEM_AMO_BASE_TYPES(X) \
+  X(int, int) \
+  X(long, long) \
+  X(long long, longlong) \
+  X(unsigned int, uint) \
+  X(unsigned long, ulong) \
+  X(unsigned long long, ulonglong)
+
+#define PLD_SHMEM_AMO_ALIAS_TYPES(X) \
+  X(int32_t, int32) \
+  X(int64_t, int64) \
+  X(uint32_t, uint32) \
+  X(uint64_t, uint64) \
+  X(size_t, size) \
+  X(ptrdiff_t, ptrdiff)
+
+/* The extended AMO types add these to the standard ones: fetch, set, swap. */
+#define PLD_SHMEM_AMO_EXT_TYPES(X) \
+  X(float, float) \
+  X(double, double)
+
+/* The bitwise AMO types: and, or, xor and their fetch forms. */
+#define PLD_SHMEM_AMO_BIT_BASE_TYPES(X) \
+  X(unsigned int, uint) \
+  X(unsigned long, ulong) \
+  X(unsigned long long, ulonglong)
+
+#define PLD_SHMEM_AMO_BIT_ALIAS_TYPES(X) \
+  X(int32_t, int32) \
+  X(int64_t, int64) \
+  X(uint32_t, uint32) \
+  X(uint64_t, uint64)
+
+/* The point-to-point synchronization types: wait_until and test. */
+#define PLD_SHMEM_P2P_BASE_TYPES(X) \
+  X(short, short) \
+  X(int, int) \
+  X(long, long) \
+  X(long long, longlong) \
+  X(unsigned short, ushort) \
+  X(unsigned int, uint) \
+  X(unsigned long, ulong) \
+  X(unsigned long long, ulonglong)
+
+#define PLD_SHMEM_P2P_ALIAS_TYPES(X) \
+  X(int32_t, int32) \
+  X(int64_t, int64) \
+  X(uint32_t, uint32) \
+  X(uint64_t, uint64) \
+  X(size_t, size) \
+  X(ptrdiff_t, ptrdiff)
+
+/* The sized RMA routines: X(BITS). */
+#define PLD_SHMEM_SIZES(X) X(8) X(16) X(32) X(64) X(128)
+
+/* ---- Setup, query, exit ------------------------------------------------ */
+
+void shmem_init(void);
+int shmem_init_thread(int requested, int *provided);
+void shmem_query_thread(int *provided);
+void shmem_finalize(void);
+void shmem_global_exit(int status);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+int shmem_pe_accessible(int pe);
+int shmem_addr_accessible(const void *addr, int pe);
+void *shmem_ptr(const void *dest, int pe);
+void shmem_info_get_version(int *major, int *minor);
+void shmem_info_get_name(char *name);
+
+/* ---- Symmetric heap ----------------------------------------------------- */
+
+void *shmem_malloc(size_t size);
+void *shmem_calloc(size_t count, size_t size);
+void *shmem_align(size_t alignment, size_t size);
+void *shmem_realloc(void *ptr, size_t size);
+void shmem_free(void *ptr);
+void *shmem_malloc_with_hints(size_t size, long hints);
+
+/* ---- RMA ---------------------------------------------------------------- */
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+
+#define PLD_DECL_RMA(T, N) \
+  void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe); \
+  void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe); \
+  void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe); \
+  void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe); \
+  void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
+  void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
+  void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
+  void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+PLD_SHMEM_RMA_BASE_TYPES(PLD_DECL_RMA)
+PLD_SHMEM_RMA_ALIAS_TYPES(PLD_DECL_RMA)
+#undef PLD_DECL_RMA
+
+/* p and g take and return the element by value. long double's are defined
+ * here, over putmem and getmem (its x87 form has no Rust ABI); the
+ * declarations below then take their internal linkage. */
+static inline void shmem_longdouble_p(long double *dest, long double value, int pe) {
+  shmem_putmem(dest, &value, sizeof value, pe);
+}
+static inline long double shmem_longdouble_g(const long double *source, int pe) {
+  long double v;
+  shmem_getmem(&v, source, sizeof v, pe);
+  return v;
+}
+#define PLD_DECL_PG(T, N) \
+  void shmem_##N##_p(T *dest, T value, int pe); \
+  T shmem_##N##_g(const T *source, int pe);
+PLD_SHMEM_RMA_BASE_TYPES(PLD_DECL_PG)
+PLD_SHMEM_RMA_ALIAS_TYPES(PLD_DECL_PG)
+#undef PLD_DECL_PG
+
+#define PLD_DECL_SIZED(B) \
+  void shmem_put##B(void *dest, const void *source, size_t nelems, int pe); \
+  void shmem_get##B(void *dest, const void *source, size_t nelems, int pe); \
+  void shmem_put##B##_nbi(void *dest, const void *source, size_t nelems, int pe); \
+  void shmem_get##B##_nbi(void *dest, const void *source, size_t nelems, int pe); \
+  void shmem_iput##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
+  void shmem_iget##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+PLD_SHMEM_SIZES(PLD_DECL_SIZED)
+#undef PLD_DECL_SIZED
+
+/* ---- Signals ------------------------------------------------------------ */
+
+void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#define PLD_DECL_SIZED_SIGNAL(B) \
+  void shmem_put##B##_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
+  void shmem_put##B##_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+PLD_SHMEM_SIZES(PLD_DECL_SIZED_SIGNAL)
+#undef PLD_DECL_SIZED_SIGNAL
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/* ---- Atomics ------------------------------------------------------------ */
+
+#define PLD_DECL_AMO_STD(T, N) \
+  T shmem_##N##_atomic_compare_swap(T *dest, T cond, T value, int pe); \
+  T shmem_##N##_atomic_fetch_inc(T *dest, int pe); \
+  void shmem_##N##_atomic_inc(T *dest, int pe); \
+  T shmem_##N##_atomic_fetch_add(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_add(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_compare_swap_nbi(T *fetch, T *dest, T cond, T value, int pe); \
+  void shmem_##N##_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe); \
+  void shmem_##N##_atomic_fetch_add_nbi(T *fetch, T *dest, T value, int pe);
+#define PLD_DECL_AMO_EXT(T, N) \
+  T shmem_##N##_atomic_fetch(const T *source, int pe); \
+  void shmem_##N##_atomic_set(T *dest, T value, int pe); \
+  T shmem_##N##_atomic_swap(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_fetch_nbi(T *fetch, const T *source, int pe); \
+  void shmem_##N##_atomic_swap_nbi(T *fetch, T *dest, T value, int pe);
+#define PLD_DECL_AMO_BIT(T, N) \
+  T shmem_##N##_atomic_fetch_and(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_and(T *dest, T value, int pe); \
+  T shmem_##N##_atomic_fetch_or(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_or(T *dest, T value, int pe); \
+  T shmem_##N##_atomic_fetch_xor(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_xor(T *dest, T value, int pe); \
+  void shmem_##N##_atomic_fetch_and_nbi(T *fetch, T *dest, T value, int pe); \
+  void shmem_##N##_atomic_fetch_or_nbi(T *fetch, T *dest, T value, int pe); \
+  void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
+PLD_SHMEM_AMO_BASE_TYPES(PLD_DECL_AMO_STD)
+PLD_SHMEM_AMO_ALIAS_TYPES(PLD_DECL_AMO_STD)
+PLD_SHMEM_AMO_BASE_TYPES(PLD_DECL_AMO_EXT)
+PLD_SHMEM_AMO_ALIAS_TYPES(PLD_DECL_AMO_EXT)
+PLD_SHMEM_AMO_EXT_TYPES(PLD_DECL_AMO_EXT)
+PLD_SHMEM_AMO_BIT_BASE_TYPES(PLD_DECL_AMO_BIT)
+PLD_SHMEM_AMO_BIT_ALIAS_TYPES(PLD_DECL_AMO_BIT)
+#undef PLD_DECL_AMO_STD
+#undef PLD_DECL_AMO_EXT
+#undef PLD_DECL_AMO_BIT
+
+/* ---- Point-to-point synchronization ------------------------------------- */
+
+#define PLD_DECL_P2P(T, N) \
+  void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value); \
+  void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, T cmp_value); \
+  size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp, T cmp_value); \
+  size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value); \
+  void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values); \
+  size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values); \
+  size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values); \
+  int shmem_##N##_test(T *ivar, int cmp, T cmp_value); \
+  int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status, int cmp, T cmp_value); \
+  size_t shmem_##N##_test_any(T *ivars, size_t nelems, const int *status, int cmp, T cmp_value); \
+  size_t shmem_##N##_test_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T cmp_value); \
+  int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values); \
+  size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values); \
+  size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values); \
+  void shmem_##N##_wait(T *ivar, T cmp_value);
+PLD_SHMEM_P2P_BASE_TYPES(PLD_DECL_P2P)
+PLD_SHMEM_P2P_ALIAS_TYPES(PLD_DECL_P2P)
+#undef PLD_DECL_P2P
+
+/* ---- Memory ordering and barriers --------------------------------------- */
+
+void shmem_fence(void);
+void shmem_quiet(void);
+void shmem_barrier_all(void);
+void shmem_sync_all(void);
+/* The active-set barrier: PEs PE_start, PE_start + 2^logPE_stride, ... */
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+
+/* Active-set reductions of the 1.3 API, as the OSU benchmarks call them. */
+#define PLD_DECL_REDUCE(T, N) \
+  void shmem_##N##_sum_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_max_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_min_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync);
+#define PLD_SHMEM_REDUCE_TYPES(X) \
+  X(short, short) X(int, int) X(long, long) X(long long, longlong) \
+  X(float, float) X(double, double)
+PLD_SHMEM_REDUCE_TYPES(PLD_DECL_REDUCE)
+#undef PLD_DECL_REDUCE
+
+/* ---- The 1.3-era names existing programs still use ---------------------- */
+
+void start_pes(int npes);
+int _my_pe(void);
+int _num_pes(void);
+void *shmalloc(size_t size);
+void shfree(void *ptr);
+void *shrealloc(void *ptr, size_t size);
+void *shmemalign(size_t alignment, size_t size);
+
+#define PLD_DEPRECATED_AMO(T, N) \
+  static inline T shmem_##N##_fadd(T *d, T v, int pe) { return shmem_##N##_atomic_fetch_add(d, v, pe); } \
+  static inline T shmem_##N##_finc(T *d, int pe) { return shmem_##N##_atomic_fetch_inc(d, pe); } \
+  static inline void shmem_##N##_add(T *d, T v, int pe) { shmem_##N##_atomic_add(d, v, pe); } \
+  static inline void shmem_##N##_inc(T *d, int pe) { shmem_##N##_atomic_inc(d, pe); } \
+  static inline T shmem_##N##_cswap(T *d, T c, T v, int pe) { return shmem_##N##_atomic_compare_swap(d, c, v, pe); } \
+  static inline T shmem_##N##_swap(T *d, T v, int pe) { return shmem_##N##_atomic_swap(d, v, pe); } \
+  static inline T shmem_##N##_fetch(const T *s, int pe) { return shmem_##N##_atomic_fetch(s, pe); } \
+  static inline void shmem_##N##_set(T *d, T v, int pe) { shmem_##N##_atomic_set(d, v, pe); }
+PLD_DEPRECATED_AMO(int, int)
+PLD_DEPRECATED_AMO(long, long)
+PLD_DEPRECATED_AMO(long long, longlong)
+#undef PLD_DEPRECATED_AMO
+static inline float shmem_float_swap(float *d, float v, int pe) { return shmem_float_atomic_swap(d, v, pe); }
+static inline double shmem_double_swap(double *d, double v, int pe) { return shmem_double_atomic_swap(d, v, pe); }
+static inline float shmem_float_fetch(const float *s, int pe) { return shmem_float_atomic_fetch(s, pe); }
+static inline double shmem_double_fetch(const double *s, int pe) { return shmem_double_atomic_fetch(s, pe); }
+static inline void shmem_float_set(float *d, float v, int pe) { shmem_float_atomic_set(d, v, pe); }
+static inline void shmem_double_set(double *d, double v, int pe) { shmem_double_atomic_set(d, v, pe); }
+static inline void shmem_clear_cache_inv(void) {}
+static inline void shmem_set_cache_inv(void) {}
+static inline void shmem_udcflush(void) {}
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- C11 type-generic interfaces ----------------------------------------- */
+
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+
+void pld_shmem_generic_bad_type(void);
+
+#define PLD_G(op) PLD_G_##op
+#define PLD_SEL_put(T, N) T: shmem_##N##_put,
+#define PLD_SEL_get(T, N) T: shmem_##N##_get,
+#define PLD_SEL_put_nbi(T, N) T: shmem_##N##_put_nbi,
+#define PLD_SEL_get_nbi(T, N) T: shmem_##N##_get_nbi,
+#define PLD_SEL_iput(T, N) T: shmem_##N##_iput,
+#define PLD_SEL_iget(T, N) T: shmem_##N##_iget,
+#define PLD_SEL_p(T, N) T: shmem_##N##_p,
+#define PLD_SEL_g(T, N) T: shmem_##N##_g,
+#define PLD_SEL_put_signal(T, N) T: shmem_##N##_put_signal,
+#define PLD_SEL_put_signal_nbi(T, N) T: shmem_##N##_put_signal_nbi,
+#define PLD_SEL_fetch(T, N) T: shmem_##N##_atomic_fetch,
+#define PLD_SEL_set(T, N) T: shmem_##N##_atomic_set,
+#define PLD_SEL_swap(T, N) T: shmem_##N##_atomic_swap,
+#define PLD_SEL_fetch_nbi(T, N) T: shmem_##N##_atomic_fetch_nbi,
+#define PLD_SEL_swap_nbi(T, N) T: shmem_##N##_atomic_swap_nbi,
+#define PLD_SEL_compare_swap(T, N) T: shmem_##N##_atomic_compare_swap,
+#define PLD_SEL_compare_swap_nbi(T, N) T: shmem_##N##_atomic_compare_swap_nbi,
+#define PLD_SEL_fetch_inc(T, N) T: shmem_##N##_atomic_fetch_inc,
+#define PLD_SEL_fetch_inc_nbi(T, N) T: shmem_##N##_atomic_fetch_inc_nbi,
+#define PLD_SEL_inc(T, N) T: shmem_##N##_atomic_inc,
+#define PLD_SEL_fetch_add(T, N) T: shmem_##N##_atomic_fetch_add,
+#define PLD_SEL_fetch_add_nbi(T, N) T: shmem_##N##_atomic_fetch_add_nbi,
+#define PLD_SEL_add(T, N) T: shmem_##N##_atomic_add,
+#define PLD_SEL_fetch_and(T, N) T: shmem_##N##_atomic_fetch_and,
+#define PLD_SEL_fetch_and_nbi(T, N) T: shmem_##N##_atomic_fetch_and_nbi,
+#define PLD_SEL_and(T, N) T: shmem_##N##_atomic_and,
+#define PLD_SEL_fetch_or(T, N) T: shmem_##N##_atomic_fetch_or,
+#define PLD_SEL_fetch_or_nbi(T, N) T: shmem_##N##_atomic_fetch_or_nbi,
+#define PLD_SEL_or(T, N) T: shmem_##N##_atomic_or,
+#define PLD_SEL_fetch_xor(T, N) T: shmem_##N##_atomic_fetch_xor,
+#define PLD_SEL_fetch_xor_nbi(T, N) T: shmem_##N##_atomic_fetch_xor_nbi,
+#define PLD_SEL_xor(T, N) T: shmem_##N##_atomic_xor,
+#define PLD_SEL_wait_until(T, N) T: shmem_##N##_wait_until,
+#define PLD_SEL_wait_until_all(T, N) T: shmem_##N##_wait_until_all,
+#define PLD_SEL_wait_until_any(T, N) T: shmem_##N##_wait_until_any,
+#define PLD_SEL_wait_until_some(T, N) T: shmem_##N##_wait_until_some,
+#define PLD_SEL_wait_until_all_vector(T, N) T: shmem_##N##_wait_until_all_vector,
+#define PLD_SEL_wait_until_any_vector(T, N) T: shmem_##N##_wait_until_any_vector,
+#define PLD_SEL_wait_until_some_vector(T, N) T: shmem_##N##_wait_until_some_vector,
+#define PLD_SEL_test(T, N) T: shmem_##N##_test,
+#define PLD_SEL_test_all(T, N) T: shmem_##N##_test_all,
+#define PLD_SEL_test_any(T, N) T: shmem_##N##_test_any,
+#define PLD_SEL_test_some(T, N) T: shmem_##N##_test_some,
+#define PLD_SEL_test_all_vector(T, N) T: shmem_##N##_test_all_vector,
+#define PLD_SEL_test_any_vector(T, N) T: shmem_##N##_test_any_vector,
+#define PLD_SEL_test_some_vector(T, N) T: shmem_##N##_test_some_vector,
+
+#define PLD_RMA_SEL(op, x) _Generic((x), PLD_SHMEM_RMA_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_AMO_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_EXT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) PLD_SHMEM_AMO_EXT_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_BIT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_P2P_SEL(op, x) _Generic((x), PLD_SHMEM_P2P_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+
+#define shmem_put(dest, source, nelems, pe) PLD_RMA_SEL(put, *(dest))(dest, source, nelems, pe)
+#define shmem_get(dest, source, nelems, pe) PLD_RMA_SEL(get, *(dest))(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe) PLD_RMA_SEL(put_nbi, *(dest))(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe) PLD_RMA_SEL(get_nbi, *(dest))(dest, source, nelems, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iput, *(dest))(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iget, *(dest))(dest, source, dst, sst, nelems, pe)
+#define shmem_p(dest, value, pe) PLD_RMA_SEL(p, *(dest))(dest, value, pe)
+#define shmem_g(source, pe) PLD_RMA_SEL(g, *(source))(source, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal_nbi, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+
+#define shmem_atomic_fetch(source, pe) PLD_EXT_SEL(fetch, *(source))(source, pe)
+#define shmem_atomic_set(dest, value, pe) PLD_EXT_SEL(set, *(dest))(dest, value, pe)
+#define shmem_atomic_swap(dest, value, pe) PLD_EXT_SEL(swap, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_nbi(fetch, source, pe) PLD_EXT_SEL(fetch_nbi, *(source))(fetch, source, pe)
+#define shmem_atomic_swap_nbi(fetch, dest, value, pe) PLD_EXT_SEL(swap_nbi, *(dest))(fetch, dest, value, pe)
+#define shmem_atomic_compare_swap(dest, cond, value, pe) PLD_AMO_SEL(compare_swap, *(dest))(dest, cond, value, pe)
+#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) PLD_AMO_SEL(compare_swap_nbi, *(dest))(fetch, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(dest, pe) PLD_AMO_SEL(fetch_inc, *(dest))(dest, pe)
+#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) PLD_AMO_SEL(fetch_inc_nbi, *(dest))(fetch, dest, pe)
+#define shmem_atomic_inc(dest, pe) PLD_AMO_SEL(inc, *(dest))(dest, pe)
+#define shmem_atomic_fetch_add(dest, value, pe) PLD_AMO_SEL(fetch_add, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe) PLD_AMO_SEL(fetch_add_nbi, *(dest))(fetch, dest, value, pe)
+#define shmem_atomic_add(dest, value, pe) PLD_AMO_SEL(add, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_and(dest, value, pe) PLD_BIT_SEL(fetch_and, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_and_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_and_nbi, *(dest))(fetch, dest, value, pe)
+#define shmem_atomic_and(dest, value, pe) PLD_BIT_SEL(and, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_or(dest, value, pe) PLD_BIT_SEL(fetch_or, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_or_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_or_nbi, *(dest))(fetch, dest, value, pe)
+#define shmem_atomic_or(dest, value, pe) PLD_BIT_SEL(or, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_xor(dest, value, pe) PLD_BIT_SEL(fetch_xor, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch_xor_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_xor_nbi, *(dest))(fetch, dest, value, pe)
+#define shmem_atomic_xor(dest, value, pe) PLD_BIT_SEL(xor, *(dest))(dest, value, pe)
+
+#define shmem_wait_until(ivar, cmp, cmp_value) PLD_P2P_SEL(wait_until, *(ivar))(ivar, cmp, cmp_value)
+#define shmem_wait_until_all(ivars, n, status, cmp, v) PLD_P2P_SEL(wait_until_all, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_wait_until_any(ivars, n, status, cmp, v) PLD_P2P_SEL(wait_until_any, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_wait_until_some(ivars, n, idx, status, cmp, v) PLD_P2P_SEL(wait_until_some, *(ivars))(ivars, n, idx, status, cmp, v)
+#define shmem_wait_until_all_vector(ivars, n, status, cmp, v) PLD_P2P_SEL(wait_until_all_vector, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_wait_until_any_vector(ivars, n, status, cmp, v) PLD_P2P_SEL(wait_until_any_vector, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_wait_until_some_vector(ivars, n, idx, status, cmp, v) PLD_P2P_SEL(wait_until_some_vector, *(ivars))(ivars, n, idx, status, cmp, v)
+#define shmem_test(ivar, cmp, cmp_value) PLD_P2P_SEL(test, *(ivar))(ivar, cmp, cmp_value)
+#define shmem_test_all(ivars, n, status, cmp, v) PLD_P2P_SEL(test_all, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_test_any(ivars, n, status, cmp, v) PLD_P2P_SEL(test_any, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_test_some(ivars, n, idx, status, cmp, v) PLD_P2P_SEL(test_some, *(ivars))(ivars, n, idx, status, cmp, v)
+#define shmem_test_all_vector(ivars, n, status, cmp, v) PLD_P2P_SEL(test_all_vector, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_test_any_vector(ivars, n, status, cmp, v) PLD_P2P_SEL(test_any_vector, *(ivars))(ivars, n, status, cmp, v)
+#define shmem_test_some_vector(ivars, n, idx, status, cmp, v) PLD_P2P_SEL(test_some_vector, *(ivars))(ivars, n, idx, status, cmp, v)
+
+#endif /* C11 */
+
+#endif /* PLD_SHMEM_H */

@@ -1,0 +1,73 @@
+//! `pld-oshrun`: runs an OpenSHMEM program as N PEs on this host over pld.
+//!
+//! ```text
+//! pld-oshrun -np 4 ./hello
+//! pld-oshrun -np 2 --transport tcp --checked --timeout 10s ./ring 1000
+//! ```
+
+use clap::Parser;
+
+/// Runs PROGRAM as N OpenSHMEM PEs on this host, each embedding a pld rank,
+/// under a throwaway cluster CA (mutual TLS). Output is forwarded; the
+/// first non-zero exit status (or shmem_global_exit's) is returned and the
+/// other PEs are stopped at once. Across hosts, start each PE with
+/// PLD_RANK, PLD_PEERS and PLD_TLS_DIR instead (docs/shmem.md).
+#[derive(Debug, Parser)]
+#[command(name = "pld-oshrun", version)]
+struct Cli {
+    /// How many PEs.
+    #[arg(short = 'n', long = "np", alias = "n")]
+    np: u32,
+    /// The peer-plane transport.
+    #[arg(long, default_value = "quic", value_parser = ["quic", "tcp"])]
+    transport: String,
+    /// Report unordered accesses (races); =strict also refuses them.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off", value_parser = ["off", "on", "strict"])]
+    checked: String,
+    /// How long any wait or barrier may take before it fails naming what is
+    /// missing (ms, s, m).
+    #[arg(long, value_parser = pld_proto::units::parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// The program and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    program: Vec<String>,
+}
+
+/// Whether `a` is the value of the flag before it (`--transport tcp`).
+fn is_value(args: &[String], a: &str) -> bool {
+    let at = args.iter().position(|x| x == a).unwrap_or(0);
+    at > 0
+        && matches!(
+            args[at - 1].as_str(),
+            "--transport" | "--timeout" | "--np" | "-n" | "--checked"
+        )
+}
+
+fn main() -> std::process::ExitCode {
+    // `-np N`, as every launcher spells it, is `--np N` to clap (which
+    // would read `-np` as `-n p`). Only before the program: its own
+    // arguments pass as they are.
+    let mut args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "-np")
+        && !args[1..i]
+            .iter()
+            .any(|a| !a.starts_with('-') && !is_value(&args, a))
+    {
+        args[i] = "--np".into();
+    }
+    let cli = Cli::parse_from(args);
+    let job = pld_shmem::launch::Job {
+        npes: cli.np,
+        transport: cli.transport,
+        checked: cli.checked,
+        timeout: cli.timeout,
+        program: cli.program,
+    };
+    match pld_shmem::launch::run(&job) {
+        Ok(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("pld-oshrun: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! put, get, p, g, iput, iget and their `_nbi` forms. A put returns once
+//! its source may be reused (OpenSHMEM's local completion): pld copies it
+//! into the link's outbox, and `quiet` (or a barrier) completes it at the
+//! target. A get returns with the bytes.
+
+use crate::pe::{Deferred, pe};
+use pld_server::{Chunking, Dtype, Layout, Shape, Transfer};
+use std::ffi::c_void;
+
+/// Moves `nbytes` from `source` (local) into `dest` (symmetric) on `pe`.
+///
+/// # Safety
+/// `source` is valid for `nbytes` bytes.
+pub unsafe fn put(
+    call: &'static str,
+    dest: *mut u8,
+    source: *const u8,
+    nbytes: usize,
+    pe_: i32,
+    _nbi: bool,
+) {
+    let p = pe(call);
+    let peer = p.peer(call, pe_);
+    if nbytes == 0 {
+        return;
+    }
+    let (win, off) = p.locate(call, dest, nbytes as u64);
+    // SAFETY: the caller's contract.
+    let data = unsafe { std::slice::from_raw_parts(source, nbytes) };
+    p.run(call, p.rank().put_nbi(peer, win, off, data));
+}
+
+/// Moves `nbytes` from `source` (symmetric) on `pe` into `dest` (local).
+/// Blocking unless `nbi`; an `_nbi` get into symmetric memory lands there
+/// by the next quiet, one into private memory is copied there at it.
+///
+/// # Safety
+/// `dest` is valid for `nbytes` bytes.
+pub unsafe fn get(
+    call: &'static str,
+    dest: *mut u8,
+    source: *const u8,
+    nbytes: usize,
+    pe_: i32,
+    nbi: bool,
+) {
+    let p = pe(call);
+    let peer = p.peer(call, pe_);
+    if nbytes == 0 {
+        return;
+    }
+    let (win, off) = p.locate(call, source, nbytes as u64);
+    let rank = p.rank();
+    if nbi {
+        if let Ok((dwin, doff)) = p.try_locate(call, dest, nbytes as u64) {
+            p.run(
+                call,
+                rank.get_nbi(peer, win, off, nbytes as u64, dwin, doff),
+            );
+        } else {
+            let handle = p.run(call, rank.get_nb(peer, win, off, nbytes as u64));
+            p.defer(Deferred::Bytes {
+                handle,
+                to: dest as usize,
+            });
+        }
+        return;
+    }
+    let bytes = p.run(call, rank.get(peer, win, off, nbytes as u64));
+    // SAFETY: the caller's contract; `bytes` holds exactly `nbytes`.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dest, nbytes) };
+}
+
+/// `shmem_T_p`: one element.
+///
+/// # Safety
+/// As for [`put`].
+pub unsafe fn p<T: Copy>(call: &'static str, dest: *mut T, value: T, pe_: i32) {
+    // SAFETY: `value` is a local of `size_of::<T>()` bytes.
+    unsafe {
+        put(
+            call,
+            dest.cast(),
+            (&raw const value).cast(),
+            size_of::<T>(),
+            pe_,
+            false,
+        )
+    }
+}
+
+/// `shmem_T_g`: one element.
+///
+/// # Safety
+/// As for [`get`].
+pub unsafe fn g<T: Copy>(call: &'static str, source: *const T, pe_: i32) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: `v` has room for one `T`, which the get fills.
+    unsafe {
+        get(
+            call,
+            v.as_mut_ptr().cast(),
+            source.cast(),
+            size_of::<T>(),
+            pe_,
+            false,
+        );
+        v.assume_init()
+    }
+}
+
+/// A strided side: `stride` elements of `size` bytes between consecutive
+/// elements. pld's regions are 2-D: `nelems` rows of one element each,
+/// `stride` elements apart.
+fn region(size: usize, stride: isize, nelems: usize, call: &'static str) -> (Transfer, Dtype) {
+    let dtype = match size {
+        1 => Dtype::Int8,
+        2 => Dtype::Int16,
+        4 => Dtype::Int32,
+        _ => Dtype::Int64,
+    };
+    let per = size / dtype.size();
+    let Ok(stride) = u64::try_from(stride) else {
+        crate::pe::fatal(format!("{call}: stride {stride} is not positive"));
+    };
+    if stride == 0 {
+        crate::pe::fatal(format!(
+            "{call}: stride 0 (each element would land on the same place)"
+        ));
+    }
+    let layout = |s: u64| Layout {
+        offset: 0,
+        row_stride: s * per as u64,
+    };
+    let t = Transfer {
+        dtype,
+        shape: Shape {
+            rows: nelems as u64,
+            cols: per as u64,
+        },
+        src: layout(1),
+        dst: layout(stride),
+    };
+    (t, dtype)
+}
+
+/// `shmem_iput`: element `i` of `source` (at stride `sst`) to element `i`
+/// of `dest` (at stride `dst`) on `pe`, as one 2-D region.
+///
+/// # Safety
+/// `source` is valid for `nelems` elements at stride `sst`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iput(
+    call: &'static str,
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe_: i32,
+) {
+    let p = pe(call);
+    let peer = p.peer(call, pe_);
+    if nelems == 0 {
+        return;
+    }
+    let (mut t, _) = region(size, dst, nelems, call);
+    let span = ((nelems - 1) as u64 * t.dst.row_stride + t.shape.cols) * t.dtype.size() as u64;
+    let (win, off) = p.locate(call, dest, span);
+    // Packed locally: the source's stride is ours to gather.
+    let sst = usize::try_from(sst).unwrap_or_else(|_| {
+        crate::pe::fatal(format!("{call}: source stride {sst} is not positive"))
+    });
+    let mut packed = Vec::with_capacity(nelems * size);
+    for i in 0..nelems {
+        // SAFETY: the caller's contract: element i lies at i * sst.
+        let e = unsafe { std::slice::from_raw_parts(source.add(i * sst * size), size) };
+        packed.extend_from_slice(e);
+    }
+    t.dst.offset = off / t.dtype.size() as u64;
+    p.run(
+        call,
+        p.rank()
+            .put_region(peer, win, &t, &packed, Chunking::default()),
+    );
+}
+
+/// `shmem_iget`: element `i` of `source` (stride `sst`) on `pe` to element
+/// `i` of `dest` (stride `dst`).
+///
+/// # Safety
+/// `dest` is valid for `nelems` elements at stride `dst`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iget(
+    call: &'static str,
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe_: i32,
+) {
+    let p = pe(call);
+    let peer = p.peer(call, pe_);
+    if nelems == 0 {
+        return;
+    }
+    let (t0, _) = region(size, sst, nelems, call);
+    // The remote side is the source: swap the layouts.
+    let mut t = Transfer {
+        src: t0.dst,
+        dst: t0.src,
+        ..t0
+    };
+    let span = ((nelems - 1) as u64 * t.src.row_stride + t.shape.cols) * t.dtype.size() as u64;
+    let (win, off) = p.locate(call, source, span);
+    t.src.offset = off / t.dtype.size() as u64;
+    let mut packed = vec![0u8; nelems * size];
+    p.run(
+        call,
+        p.rank()
+            .get_region(peer, win, &t, &mut packed, Chunking::default()),
+    );
+    let dst = usize::try_from(dst).unwrap_or_else(|_| {
+        crate::pe::fatal(format!("{call}: destination stride {dst} is not positive"))
+    });
+    for (i, e) in packed.chunks_exact(size).enumerate() {
+        // SAFETY: the caller's contract: element i lies at i * dst.
+        unsafe { std::ptr::copy_nonoverlapping(e.as_ptr(), dest.add(i * dst * size), size) };
+    }
+}
+
+/// `shmem_putmem`.
+///
+/// # Safety
+/// As for [`put`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_putmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: i32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        put(
+            "shmem_putmem",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            pe,
+            false,
+        )
+    }
+}
+
+/// `shmem_putmem_nbi`.
+///
+/// # Safety
+/// As for [`put`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_putmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: i32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        put(
+            "shmem_putmem_nbi",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            pe,
+            true,
+        )
+    }
+}
+
+/// `shmem_getmem`.
+///
+/// # Safety
+/// As for [`get`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_getmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: i32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        get(
+            "shmem_getmem",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            pe,
+            false,
+        )
+    }
+}
+
+/// `shmem_getmem_nbi`.
+///
+/// # Safety
+/// As for [`get`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_getmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: i32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        get(
+            "shmem_getmem_nbi",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            pe,
+            true,
+        )
+    }
+}

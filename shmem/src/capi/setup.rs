@@ -1,0 +1,316 @@
+//! Setup, query and exit, the symmetric heap's allocation calls, and the
+//! 1.3-era names existing programs still use.
+
+use crate::heap::MIN_ALIGN;
+use crate::pe::{Pe, fatal, init, pe};
+use std::ffi::{c_char, c_void};
+
+/// `shmem_init`: starts this PE's rank and connects to the others.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_init() {
+    init();
+}
+
+/// `shmem_init_thread`: pld serves any number of calling threads.
+///
+/// # Safety
+/// `provided` is null or valid for an `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_init_thread(_requested: i32, provided: *mut i32) -> i32 {
+    init();
+    // SAFETY: the caller's contract.
+    unsafe { shmem_query_thread(provided) };
+    0
+}
+
+/// `shmem_query_thread`: `SHMEM_THREAD_MULTIPLE`.
+///
+/// # Safety
+/// `provided` is null or valid for an `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_query_thread(provided: *mut i32) {
+    if !provided.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *provided = 3 };
+    }
+}
+
+/// `shmem_finalize`: quiet, a barrier, then the rank leaves its peers.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_finalize() {
+    pe("shmem_finalize").finalize();
+}
+
+/// `shmem_global_exit`: ends the whole job with `status` — this PE exits
+/// at once and `pld-oshrun` stops the others.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_global_exit(status: i32) {
+    pe("shmem_global_exit").tell_launcher(status);
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: exit flushes the program's stdio and runs its atexit
+    // handlers, as the spec's exit does.
+    unsafe { libc::exit(status) }
+}
+
+/// `shmem_my_pe`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_my_pe() -> i32 {
+    pe("shmem_my_pe").rank().rank() as i32
+}
+
+/// `shmem_n_pes`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_n_pes() -> i32 {
+    pe("shmem_n_pes").rank().nranks() as i32
+}
+
+/// `shmem_pe_accessible`: every PE of the job is.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_pe_accessible(pe_: i32) -> i32 {
+    let p = pe("shmem_pe_accessible");
+    (pe_ >= 0 && (pe_ as u32) < p.rank().nranks()) as i32
+}
+
+/// `shmem_addr_accessible`: whether `addr` is symmetric and `pe` exists.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe_: i32) -> i32 {
+    let p = pe("shmem_addr_accessible");
+    let symmetric = p
+        .try_locate("shmem_addr_accessible", addr.cast(), 1)
+        .is_ok();
+    (symmetric && shmem_pe_accessible(pe_) == 1) as i32
+}
+
+/// `shmem_ptr`: the local address for this PE's own symmetric memory;
+/// NULL for another PE's (pld reaches it over the network only).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ptr(dest: *const c_void, pe_: i32) -> *mut c_void {
+    let p = pe("shmem_ptr");
+    let mine = pe_ >= 0 && pe_ as u32 == p.rank().rank();
+    match mine && p.try_locate("shmem_ptr", dest.cast(), 1).is_ok() {
+        true => dest.cast_mut(),
+        false => std::ptr::null_mut(),
+    }
+}
+
+/// `shmem_info_get_version`.
+///
+/// # Safety
+/// Both pointers are valid for an `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_info_get_version(major: *mut i32, minor: *mut i32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        *major = 1;
+        *minor = 5;
+    }
+}
+
+/// The vendor string of `shmem_info_get_name` (as `SHMEM_VENDOR_STRING`).
+const NAME: &[u8] = b"pld OpenSHMEM (libpld_shmem)\0";
+
+/// `shmem_info_get_name`.
+///
+/// # Safety
+/// `name` has room for `SHMEM_MAX_NAME_LEN` (256) bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+    // SAFETY: the caller's contract; NAME is shorter than 256 bytes.
+    unsafe { std::ptr::copy_nonoverlapping(NAME.as_ptr().cast(), name, NAME.len()) };
+}
+
+/// Where `ptr` lies, for messages: heap offset and allocation, or data
+/// segment offset and the symbol there when the executable exports it.
+pub(crate) fn describe(p: &Pe, ptr: *const u8) -> String {
+    let Ok((win, off)) = p.try_locate("describe", ptr, 1) else {
+        return "not symmetric".into();
+    };
+    if ptr as usize >= p.heap_base()
+        && win == p.rank().window(crate::pe::HEAP_WINDOW).unwrap_or(win)
+    {
+        return match p.heap().holding(off) {
+            Some((at, len)) => format!(
+                "symmetric heap offset {off}, {} bytes into the {len}-byte allocation at offset {at}",
+                off - at
+            ),
+            None if off < crate::pe::RESERVED => {
+                format!("symmetric heap offset {off}, in pld's reserved cells")
+            }
+            None => format!("symmetric heap offset {off}, in no live allocation"),
+        };
+    }
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr fills `info` or returns 0.
+    let found = unsafe { libc::dladdr(ptr.cast(), info.as_mut_ptr()) } != 0;
+    // SAFETY: zeroed and possibly filled by dladdr.
+    let info = unsafe { info.assume_init() };
+    if found && !info.dli_sname.is_null() {
+        // SAFETY: dladdr's symbol name is a C string.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+        let into = ptr as usize - info.dli_saddr as usize;
+        return format!("data segment offset {off}: `{name}`+{into}");
+    }
+    format!("data segment offset {off}")
+}
+
+/// Allocates on the heap (collective: the same calls on every PE give the
+/// same offset); ends with a barrier, as OpenSHMEM's allocation calls do.
+fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
+    let p = pe(call);
+    let got = p.heap().alloc(size as u64, align as u64);
+    let ptr = match got {
+        Ok(off) => (p.heap_base() + off as usize) as *mut c_void,
+        Err(e) => fatal(format!("{call}({size}): {e}")),
+    };
+    super::sync::shmem_barrier_all();
+    ptr
+}
+
+/// The heap offset of a pointer the heap handed out.
+fn offset_of(call: &'static str, p: &Pe, ptr: *mut c_void) -> u64 {
+    let base = p.heap_base();
+    match (ptr as usize).checked_sub(base) {
+        Some(off) if p.heap().len_of(off as u64).is_some() => off as u64,
+        _ => fatal(format!(
+            "{call}: {ptr:p} is not a pointer shmem_malloc returned ({})",
+            describe(p, ptr.cast())
+        )),
+    }
+}
+
+/// `shmem_malloc`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+    alloc("shmem_malloc", size, MIN_ALIGN as usize)
+}
+
+/// `shmem_malloc_with_hints`: the hints ask for nothing pld does
+/// differently.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: i64) -> *mut c_void {
+    alloc("shmem_malloc_with_hints", size, MIN_ALIGN as usize)
+}
+
+/// `shmem_calloc`: the heap's bytes are zero until written, but a freed
+/// block may hold old bytes: zeroed here.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+    let Some(total) = count.checked_mul(size) else {
+        fatal(format!("shmem_calloc({count}, {size}): the size overflows"));
+    };
+    let p = pe("shmem_calloc");
+    let off = match p.heap().alloc(total as u64, MIN_ALIGN) {
+        Ok(off) => off,
+        Err(e) => fatal(format!("shmem_calloc({count}, {size}): {e}")),
+    };
+    let ptr = (p.heap_base() + off as usize) as *mut u8;
+    // SAFETY: the allocation is `total` bytes of this PE's heap window.
+    unsafe { std::ptr::write_bytes(ptr, 0, total) };
+    super::sync::shmem_barrier_all();
+    ptr.cast()
+}
+
+/// `shmem_align`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+    alloc("shmem_align", size, alignment)
+}
+
+/// `shmem_free`: a barrier first (no PE still uses the block), then free.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_free(ptr: *mut c_void) {
+    if ptr.is_null() {
+        return;
+    }
+    let p = pe("shmem_free");
+    let off = offset_of("shmem_free", p, ptr);
+    super::sync::shmem_barrier_all();
+    if let Err(e) = p.heap().free(off) {
+        fatal(format!("shmem_free: {e}"));
+    }
+}
+
+/// `shmem_realloc`: a new block holding the old one's bytes.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    if ptr.is_null() {
+        return shmem_malloc(size);
+    }
+    let p = pe("shmem_realloc");
+    let off = offset_of("shmem_realloc", p, ptr);
+    super::sync::shmem_barrier_all();
+    let old = p.heap().len_of(off).unwrap_or(0);
+    let new = {
+        let mut h = p.heap();
+        let new = h.alloc(size as u64, MIN_ALIGN);
+        if new.is_ok() {
+            let _ = h.free(off);
+        }
+        new
+    };
+    let new = match new {
+        Ok(n) => n,
+        Err(e) => fatal(format!("shmem_realloc({size}): {e}")),
+    };
+    let base = p.heap_base();
+    // SAFETY: both blocks are in this PE's heap window; `copy` allows overlap.
+    unsafe {
+        std::ptr::copy(
+            (base + off as usize) as *const u8,
+            (base + new as usize) as *mut u8,
+            old.min(size as u64) as usize,
+        )
+    };
+    super::sync::shmem_barrier_all();
+    (base + new as usize) as *mut c_void
+}
+
+/// `start_pes` (OpenSHMEM 1.0): `shmem_init`.
+#[unsafe(no_mangle)]
+pub extern "C" fn start_pes(_npes: i32) {
+    init();
+}
+
+/// `_my_pe` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn _my_pe() -> i32 {
+    shmem_my_pe()
+}
+
+/// `_num_pes` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn _num_pes() -> i32 {
+    shmem_n_pes()
+}
+
+/// `shmalloc` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    shmem_malloc(size)
+}
+
+/// `shfree` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    shmem_free(ptr)
+}
+
+/// `shrealloc` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    shmem_realloc(ptr, size)
+}
+
+/// `shmemalign` (OpenSHMEM 1.0).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    shmem_align(alignment, size)
+}
+
+/// What a C11 generic call with a type OpenSHMEM does not take calls (the
+/// header's `_Generic` default): a program that compiles with it fails
+/// here with a clear message.
+#[unsafe(no_mangle)]
+pub extern "C" fn pld_shmem_generic_bad_type() {
+    fatal("a type-generic OpenSHMEM call was given a type OpenSHMEM does not define it for");
+}

@@ -1,0 +1,169 @@
+//! What `pld-oshrun` does: N PEs on this host under a throwaway cluster CA,
+//! their output forwarded (inherited), the first non-zero exit status
+//! returned and the other PEs stopped at once — also when one calls
+//! `shmem_global_exit`, which it reports on a control pipe.
+
+use anyhow::Context;
+use std::io::{BufRead, BufReader};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How to run a job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// How many PEs.
+    pub npes: u32,
+    /// `quic` or `tcp`.
+    pub transport: String,
+    /// `off`, `on` or `strict`.
+    pub checked: String,
+    /// The sync timeout of every wait and barrier.
+    pub timeout: Option<Duration>,
+    /// The program and its arguments.
+    pub program: Vec<String>,
+}
+
+/// What ended the job.
+enum Event {
+    Exited(u32, std::io::Result<std::process::ExitStatus>),
+    GlobalExit(u32, i32),
+}
+
+/// An exit status as a shell reports it (128 + signal when killed).
+fn code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Runs the job; returns the exit status the launcher exits with.
+pub fn run(job: &Job) -> anyhow::Result<i32> {
+    anyhow::ensure!(job.npes >= 1, "-np must be at least 1");
+    let (program, args) = job.program.split_first().context("no program to run")?;
+    let dir = std::env::temp_dir().join(format!("pld-oshrun-{}", std::process::id()));
+    let _cleanup = RemoveOnDrop(dir.clone());
+    pld_server::tls::ClusterCa::generate("pld-oshrun")?.write_dir(&dir, job.npes, &[])?;
+    let mut ports = Vec::new();
+    while ports.len() < job.npes as usize {
+        let p = pld_server::transport::free_loopback_port()?;
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let peers: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let (read_end, write_end) = control_pipe()?;
+    let mut children: Vec<Option<Child>> = Vec::new();
+    for rank in 0..job.npes {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env("PLD_RANK", rank.to_string())
+            .env("PLD_PEERS", peers.join(","))
+            .env("PLD_TLS_DIR", &dir)
+            .env("PLD_TRANSPORT", &job.transport)
+            .env("PLD_CHECKED", &job.checked)
+            .env("PLD_SHMEM_CONTROL", write_end.to_string());
+        if let Some(t) = job.timeout {
+            cmd.env("PLD_SYNC_TIMEOUT", format!("{}ms", t.as_millis()));
+        }
+        match cmd.spawn() {
+            Ok(c) => children.push(Some(c)),
+            Err(e) => {
+                stop(&mut children);
+                return Err(e).with_context(|| format!("cannot start {program}"));
+            }
+        }
+    }
+    // The launcher's copy of the write end goes: the pipe then ends when
+    // every PE has.
+    // SAFETY: `write_end` is the pipe's write end, ours to close.
+    drop(unsafe { OwnedFd::from_raw_fd(write_end) });
+    let (tx, rx) = mpsc::channel();
+    let reader = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(std::fs::File::from(read_end))
+            .lines()
+            .map_while(Result::ok)
+        {
+            let mut w = line.split_whitespace();
+            if let (Some("global_exit"), Some(Ok(pe)), Some(Ok(status))) =
+                (w.next(), w.next().map(str::parse), w.next().map(str::parse))
+            {
+                let _ = reader.send(Event::GlobalExit(pe, status));
+            }
+        }
+    });
+    let mut pids = Vec::new();
+    for (rank, c) in children.iter_mut().enumerate() {
+        let Some(mut child) = c.take() else { continue };
+        pids.push(child.id());
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Event::Exited(rank as u32, child.wait()));
+        });
+    }
+    let mut left = job.npes;
+    let mut result = 0;
+    while left > 0 {
+        match rx.recv() {
+            Ok(Event::Exited(_, Ok(s))) if s.success() => left -= 1,
+            Ok(Event::Exited(pe, status)) => {
+                let c = status.map(code).unwrap_or(1);
+                eprintln!("pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs");
+                result = c;
+                break;
+            }
+            Ok(Event::GlobalExit(pe, status)) => {
+                eprintln!(
+                    "pld-oshrun: PE {pe} called shmem_global_exit({status}); stopping the other PEs"
+                );
+                result = status;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    if left > 0 {
+        for pid in pids {
+            // SAFETY: signals a PE we started; one that already exited (and
+            // was reaped by its thread) makes kill fail harmlessly... unless
+            // the pid was reused, which cannot happen while its waiting
+            // thread has not reaped it — the threads are still waiting.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+    Ok(result)
+}
+
+fn stop(children: &mut [Option<Child>]) {
+    for c in children.iter_mut().flatten() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A pipe whose write end the PEs inherit.
+fn control_pipe() -> anyhow::Result<(OwnedFd, i32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        anyhow::bail!(
+            "cannot make the control pipe: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: the read end is ours; close-on-exec keeps it from the PEs.
+    let read = unsafe { OwnedFd::from_raw_fd(fds[0]) };
+    // SAFETY: sets a flag on a descriptor we own.
+    unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
+    Ok((read, fds[1]))
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

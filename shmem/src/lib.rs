@@ -1,0 +1,24 @@
+//! OpenSHMEM 1.5 on pld: the C library `libpld_shmem` (its header is
+//! `include/shmem.h`), and the `pld-oshcc` / `pld-oshrun` tools.
+//!
+//! Each processing element (PE) is a process that embeds a pld rank
+//! ([`pld_server::Rank`]): its symmetric heap and its data segment are the
+//! rank's windows, so a local load sees what a remote put wrote and
+//! `shmem_ptr` to the own PE is the local address. Every call maps to pld
+//! ops of one message each. See docs/shmem.md.
+//!
+//! - `addr`: pointer -> (window, offset), pure;
+//! - `heap`: the deterministic allocator, pure;
+//! - `env`: a PE's settings from its environment, pure;
+//! - `segment`: the executable's data segment;
+//! - `pe`: the PE (rank, runtime, spaces);
+//! - `capi`: the C entry points;
+//! - `launch`: what `pld-oshrun` does.
+
+pub mod addr;
+pub mod capi;
+pub mod env;
+pub mod heap;
+pub mod launch;
+mod pe;
+pub mod segment;

@@ -1,0 +1,285 @@
+//! The processing element: one per process, made by `shmem_init`. It owns
+//! the embedded pld rank, the runtime that serves the rank's peers while
+//! the program computes, the symmetric spaces and the heap's allocator.
+//! The C entry points (`capi`) reach it through [`pe`].
+
+use crate::addr::{NotSymmetric, Space, Spaces};
+use crate::env::{Auth, Settings};
+use crate::heap::Heap;
+use pld_server::{Config, ForeignMemory, Rank, Security, WindowConfig, WindowId};
+use std::io::Write;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The heap window's name.
+pub const HEAP_WINDOW: &str = "shmem.heap";
+/// The data segment window's name.
+pub const DATA_WINDOW: &str = "shmem.data";
+/// Bytes at the start of the heap window the library keeps for itself
+/// (the active-set barrier's cells); programs' allocations start after.
+pub const RESERVED: u64 = 64 << 10;
+
+/// A fetching op whose value lands in the program's memory at the next
+/// quiet: a fetching `_nbi` atomic, or a `get_nbi` into private memory.
+pub(crate) enum Deferred {
+    /// A value of `width` bytes to write at `to`.
+    Value {
+        handle: pld_server::OpHandle<i64>,
+        to: usize,
+        width: usize,
+    },
+    /// Bytes to copy to `to`.
+    Bytes {
+        handle: pld_server::OpHandle<pld_proto::bytes::Bytes>,
+        to: usize,
+    },
+}
+
+/// One PE.
+pub(crate) struct Pe {
+    rt: tokio::runtime::Runtime,
+    rank: Rank,
+    spaces: Spaces<WindowId>,
+    heap: Mutex<Heap>,
+    deferred: Mutex<Vec<Deferred>>,
+    sync_timeout: Duration,
+    control: Option<i32>,
+    finalized: AtomicBool,
+    /// Per active set, the barriers it has run (their epoch).
+    active_sets: Mutex<std::collections::HashMap<(i32, i32, i32), u64>>,
+}
+
+static PE: OnceLock<Pe> = OnceLock::new();
+
+/// Stops the program: OpenSHMEM calls return nothing, so an error is
+/// fatal — said on stderr with the PE's number, then exit status 1, which
+/// makes `pld-oshrun` stop the other PEs.
+pub(crate) fn fatal(msg: impl std::fmt::Display) -> ! {
+    let who = PE.get().map(|p| format!("PE {}", p.rank.rank()));
+    let _ = std::io::stdout().flush();
+    eprintln!(
+        "pld-shmem: {}: error: {msg}",
+        who.as_deref().unwrap_or("PE ?")
+    );
+    // SAFETY: exit runs the C program's atexit handlers and flushes its
+    // stdio, as returning from main would.
+    unsafe { libc::exit(1) }
+}
+
+/// The PE, for the call `call`; fatal before `shmem_init`.
+pub(crate) fn pe(call: &'static str) -> &'static Pe {
+    match PE.get() {
+        Some(p) => p,
+        None => fatal(format!("{call} called before shmem_init")),
+    }
+}
+
+/// Starts the PE (idempotent: a second `shmem_init` is a no-op).
+pub(crate) fn init() -> &'static Pe {
+    if let Some(p) = PE.get() {
+        return p;
+    }
+    let started = match start() {
+        Ok(p) => p,
+        Err(e) => fatal(format!("shmem_init: {e:#}")),
+    };
+    let _ = PE.set(started);
+    pe("shmem_init")
+}
+
+fn start() -> anyhow::Result<Pe> {
+    let s = Settings::from(|k| std::env::var(k).ok())?;
+    let security = match &s.auth {
+        Auth::Tls(dir) => Security::from_dir(dir, s.rank)?,
+        Auth::Insecure => Security::Insecure,
+    };
+    let mut config = Config::new(s.rank, s.peers.clone());
+    config.transport = s.transport;
+    config.windows = vec![WindowConfig {
+        name: HEAP_WINDOW.into(),
+        size: s.heap_size,
+    }];
+    config.security = security;
+    config.sync_timeout = s.sync_timeout;
+    config.connect_timeout = s.connect_timeout;
+    config.op_timeout = s.op_timeout;
+    config.checked = s.checked;
+    config.progress = s.progress;
+    config.cluster_id = s.cluster_id.clone();
+    let data = crate::segment::data_segment();
+    if let Some(d) = &data {
+        let ptr =
+            NonNull::new(d.start as *mut u8).ok_or_else(|| anyhow::anyhow!("null data segment"))?;
+        // SAFETY: the main program's writable segment lives as long as the
+        // process, and `data_segment` aligns it to 8 bytes; OpenSHMEM
+        // makes it symmetric memory, which peers may write at any time.
+        let memory = unsafe { ForeignMemory::new(DATA_WINDOW, ptr, d.len() as u64)? };
+        config.lent.push(Arc::new(memory));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("pld-shmem")
+        .enable_all()
+        .build()?;
+    let rank = rt.block_on(Rank::start(config))?;
+    let heap_id = rank.window(HEAP_WINDOW)?;
+    let heap_base = rank.local(heap_id)?.base() as usize;
+    let mut list = vec![Space {
+        window: heap_id,
+        base: heap_base,
+        len: s.heap_size,
+        what: "symmetric heap",
+    }];
+    if let Some(d) = data {
+        list.push(Space {
+            window: rank.window(DATA_WINDOW)?,
+            base: d.start,
+            len: d.len() as u64,
+            what: "data segment",
+        });
+    }
+    Ok(Pe {
+        rt,
+        rank,
+        spaces: Spaces { list },
+        heap: Mutex::new(Heap::new(RESERVED, s.heap_size)),
+        deferred: Mutex::new(Vec::new()),
+        sync_timeout: s.sync_timeout,
+        control: s.control,
+        finalized: AtomicBool::new(false),
+        active_sets: Mutex::default(),
+    })
+}
+
+impl Pe {
+    /// The embedded rank.
+    pub(crate) fn rank(&self) -> &Rank {
+        &self.rank
+    }
+
+    /// Runs `f` to completion on the PE's runtime.
+    pub(crate) fn block<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// Runs an op; its error is fatal, naming `call`.
+    pub(crate) fn run<T, E: std::fmt::Display>(
+        &self,
+        call: &'static str,
+        f: impl std::future::Future<Output = Result<T, E>>,
+    ) -> T {
+        match self.block(f) {
+            Ok(v) => v,
+            Err(e) => fatal(format!("{call}: {e}")),
+        }
+    }
+
+    /// The window and offset of `len` bytes at `ptr`; fatal if they are not
+    /// symmetric.
+    pub(crate) fn locate(&self, call: &'static str, ptr: *const u8, len: u64) -> (WindowId, u64) {
+        match self.spaces.locate(call, ptr as usize, len) {
+            Ok(at) => at,
+            Err(e) => fatal(e),
+        }
+    }
+
+    /// [`Pe::locate`] without the fatal end.
+    pub(crate) fn try_locate(
+        &self,
+        call: &'static str,
+        ptr: *const u8,
+        len: u64,
+    ) -> Result<(WindowId, u64), NotSymmetric> {
+        self.spaces.locate(call, ptr as usize, len)
+    }
+
+    /// A PE number as a rank; fatal if there is no such PE.
+    pub(crate) fn peer(&self, call: &'static str, pe: i32) -> u32 {
+        match u32::try_from(pe) {
+            Ok(p) if p < self.rank.nranks() => p,
+            _ => fatal(format!(
+                "{call}: PE {pe} does not exist (the job has PEs 0..{})",
+                self.rank.nranks()
+            )),
+        }
+    }
+
+    /// The heap's base address.
+    pub(crate) fn heap_base(&self) -> usize {
+        self.spaces.list[0].base
+    }
+
+    /// The heap's allocator.
+    pub(crate) fn heap(&self) -> std::sync::MutexGuard<'_, Heap> {
+        self.heap.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How long a wait or barrier may take.
+    pub(crate) fn sync_timeout(&self) -> Duration {
+        self.sync_timeout
+    }
+
+    /// Keeps a fetching op for the next quiet.
+    pub(crate) fn defer(&self, d: Deferred) {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(d);
+    }
+
+    /// Completes every deferred fetch (writing its value where the program
+    /// asked), then waits for every op this PE issued: `shmem_quiet`.
+    pub(crate) fn quiet(&self, call: &'static str) {
+        let deferred =
+            std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        for d in deferred {
+            match d {
+                Deferred::Value { handle, to, width } => {
+                    let v = self.run(call, handle.wait());
+                    let bytes = v.to_le_bytes();
+                    // SAFETY: `to` is the program's fetch pointer for a
+                    // value of `width` bytes, as the `_nbi` call promised.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to as *mut u8, width) };
+                }
+                Deferred::Bytes { handle, to } => {
+                    let b = self.run(call, handle.wait());
+                    // SAFETY: `to` is the program's destination of
+                    // `b.len()` bytes, as the `get_nbi` call promised.
+                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to as *mut u8, b.len()) };
+                }
+            }
+        }
+        self.run(call, self.rank.quiet_within(self.sync_timeout));
+    }
+
+    /// Tells the launcher the job is to end with `status` (global_exit).
+    pub(crate) fn tell_launcher(&self, status: i32) {
+        if let Some(fd) = self.control {
+            let line = format!("global_exit {} {status}\n", self.rank.rank());
+            // SAFETY: `fd` is the pipe the launcher passed; a failed write
+            // only means the launcher is gone.
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        }
+    }
+
+    /// The next epoch of the active set's barrier.
+    pub(crate) fn next_epoch(&self, set: (i32, i32, i32)) -> u64 {
+        let mut m = self.active_sets.lock().unwrap_or_else(|p| p.into_inner());
+        let e = m.entry(set).or_insert(0);
+        *e += 1;
+        *e
+    }
+
+    /// Ends the PE: quiet, a last barrier, then the rank closes its links
+    /// so that peers see it leave. Idempotent.
+    pub(crate) fn finalize(&self) {
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.quiet("shmem_finalize");
+        self.run("shmem_finalize", self.rank.barrier());
+        self.block(self.rank.shutdown());
+    }
+}
