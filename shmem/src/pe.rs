@@ -53,6 +53,10 @@ pub(crate) struct Pe {
 
 static PE: OnceLock<Pe> = OnceLock::new();
 
+/// Set once a fatal error is on its way out: the exit handler then only
+/// closes the links (no quiet that could wait on what failed).
+static FATAL: AtomicBool = AtomicBool::new(false);
+
 /// Stops the program: OpenSHMEM calls return nothing, so an error is
 /// fatal — said on stderr with the PE's number, then exit status 1, which
 /// makes `pld-oshrun` stop the other PEs.
@@ -86,7 +90,31 @@ pub(crate) fn init() -> &'static Pe {
         Err(e) => fatal(format!("shmem_init: {e:#}")),
     };
     let _ = PE.set(started);
+    // SAFETY: registers a plain `extern "C" fn()`.
+    unsafe { libc::atexit(at_exit) };
     pe("shmem_init")
+}
+
+/// Runs when the program exits — OpenSHMEM 1.0 programs return from `main`
+/// without `shmem_finalize`, and a fatal error exits: what this PE issued
+/// is completed (unless an error is why it exits) and its links are
+/// closed in order, so that peers receive everything it sent, down to its
+/// last barrier signal, and then see it leave.
+extern "C" fn at_exit() {
+    let Some(p) = PE.get() else { return };
+    if p.finalized.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // On a thread of its own: glibc has destroyed the exiting thread's
+    // thread-locals (the runtime's context among them) before it runs
+    // exit handlers.
+    let closing = std::thread::spawn(|| {
+        if !FATAL.load(Ordering::Acquire) {
+            let _ = p.block(p.rank.quiet_within(p.sync_timeout));
+        }
+        p.block(p.rank.shutdown());
+    });
+    let _ = closing.join();
 }
 
 fn start() -> anyhow::Result<Pe> {
