@@ -27,7 +27,19 @@ fn locate() -> (PathBuf, PathBuf) {
         return (prefix.join("include"), prefix.join("lib"));
     }
     let include = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include");
-    (include, dir.unwrap_or_default())
+    // In a cargo target dir, `cargo build` copies the library next to this
+    // binary, while `cargo test` leaves its fresh build in `deps/`: the
+    // newer one is this build's.
+    let dir = dir.unwrap_or_default();
+    let newest = [dir.clone(), dir.join("deps")]
+        .into_iter()
+        .filter_map(|d| {
+            let modified = d.join("libpld_shmem.so").metadata().ok()?.modified().ok()?;
+            Some((modified, d))
+        })
+        .max_by_key(|(m, _)| *m)
+        .map(|(_, d)| d);
+    (include, newest.unwrap_or(dir))
 }
 
 fn main() -> std::process::ExitCode {

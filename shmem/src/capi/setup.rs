@@ -45,8 +45,12 @@ pub extern "C" fn shmem_finalize() {
 /// at once and `pld-oshrun` stops the others.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_global_exit(status: i32) {
-    pe("shmem_global_exit").tell_launcher(status);
+    let p = pe("shmem_global_exit");
+    // What the program printed goes out before the launcher stops anyone.
     let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: fflush(NULL) flushes every C stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    p.tell_launcher(status);
     // SAFETY: exit flushes the program's stdio and runs its atexit
     // handlers, as the spec's exit does.
     unsafe { libc::exit(status) }

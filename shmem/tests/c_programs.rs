@@ -1,0 +1,221 @@
+//! pld's own OpenSHMEM test programs (`tests/c/*.c`, the examples),
+//! compiled with `pld-oshcc` and run under `pld-oshrun` at 2, 3 and 4 PEs
+//! over QUIC and TCP: each PE checks its results and exits non-zero on a
+//! mismatch. Real processes, real sockets, mutual TLS.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const OSHCC: &str = env!("CARGO_BIN_EXE_pld-oshcc");
+const OSHRUN: &str = env!("CARGO_BIN_EXE_pld-oshrun");
+
+/// Compiles `src` (relative to the crate) into the test's scratch dir.
+fn compile(src: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let name = Path::new(src)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("prog");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shmem-{name}"));
+    let status = Command::new(OSHCC)
+        .args(["-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{}", root.join("tests/c").display()))
+        .arg(root.join(src))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshcc: {e}"));
+    assert!(status.success(), "pld-oshcc {src} failed: {status}");
+    out
+}
+
+fn oshrun(prog: &Path, np: u32, transport: &str, timeout: &str) -> Output {
+    Command::new(OSHRUN)
+        .args([
+            "-np",
+            &np.to_string(),
+            "--transport",
+            transport,
+            "--timeout",
+            timeout,
+        ])
+        .arg(prog)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `src` at 2, 3 and 4 PEs over both transports; each run must exit
+/// 0 and print `expect` (with the PE count).
+fn passes_everywhere(src: &str, expect: &str) {
+    let prog = compile(src);
+    for transport in ["quic", "tcp"] {
+        for np in [2, 3, 4] {
+            let o = oshrun(&prog, np, transport, "30s");
+            let out = text(&o);
+            assert!(
+                o.status.success(),
+                "{src} at {np} PEs over {transport}: {out}"
+            );
+            let want = format!("{expect} on {np} PEs");
+            assert!(
+                out.contains(&want),
+                "{src} at {np} PEs over {transport} did not print '{want}': {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rma_on_heap_and_static_data_reaches_every_pe() {
+    passes_everywhere("tests/c/rma.c", "rma: OK");
+}
+
+#[test]
+fn every_atomic_under_contention_from_all_pes_is_exact() {
+    passes_everywhere("tests/c/atomics.c", "atomics: OK");
+}
+
+#[test]
+fn put_signal_data_is_visible_when_the_signal_is() {
+    passes_everywhere("tests/c/signal.c", "signal: OK");
+}
+
+#[test]
+fn wait_until_and_test_variants_see_remote_writes() {
+    passes_everywhere("tests/c/wait.c", "wait: OK");
+}
+
+#[test]
+fn fence_orders_a_flag_after_its_data() {
+    passes_everywhere("tests/c/fence.c", "fence: OK");
+}
+
+#[test]
+fn the_readme_examples_run() {
+    let hello = compile("examples/hello.c");
+    let o = oshrun(&hello, 4, "quic", "30s");
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for pe in 0..4 {
+        assert!(out.contains(&format!("Hello from PE {pe} of 4")), "{out}");
+    }
+    let ring = compile("examples/ring.c");
+    let o = oshrun(&ring, 3, "tcp", "30s");
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert_eq!(out.matches(": OK").count(), 3, "{out}");
+}
+
+#[test]
+fn global_exit_ends_the_job_with_its_status_and_stops_the_rest() {
+    let prog = compile("tests/c/global_exit.c");
+    for transport in ["quic", "tcp"] {
+        let o = oshrun(&prog, 3, transport, "30s");
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(7), "{out}");
+        assert!(out.contains("PE 2 calls shmem_global_exit(7)"), "{out}");
+        assert!(
+            out.contains("PE 2 called shmem_global_exit(7)"),
+            "the launcher names it: {out}"
+        );
+        assert!(!out.contains("left a barrier"), "{out}");
+    }
+}
+
+#[test]
+fn a_non_symmetric_address_is_refused_naming_the_call_the_address_and_both_ranges() {
+    let prog = compile("tests/c/bad_address.c");
+    let o = oshrun(&prog, 2, "quic", "30s");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    for part in [
+        "PE 0: error: shmem_long_put: 8 bytes at 0x",
+        "are not symmetric",
+        "symmetric heap 0x",
+        "data segment 0x",
+    ] {
+        assert!(out.contains(part), "missing '{part}': {out}");
+    }
+    assert!(!out.contains("was not refused"), "{out}");
+}
+
+/// Starts the PEs of `prog` by hand, as across hosts (PLD_RANK,
+/// PLD_PEERS, PLD_TLS_DIR), so that no launcher stops them.
+fn start_by_hand(prog: &Path, np: u32, transport: &str, timeout: &str) -> Vec<std::process::Child> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shmem-certs-{}-{transport}", std::process::id()));
+    pld_server::tls::ClusterCa::generate("shmem-test")
+        .and_then(|ca| ca.write_dir(&dir, np, &[]))
+        .unwrap_or_else(|e| panic!("certificates: {e}"));
+    let mut ports = Vec::new();
+    while ports.len() < np as usize {
+        let p = pld_server::transport::free_loopback_port().unwrap_or_else(|e| panic!("port: {e}"));
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let peers: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    (0..np)
+        .map(|rank| {
+            Command::new(prog)
+                .env("PLD_RANK", rank.to_string())
+                .env("PLD_PEERS", peers.join(","))
+                .env("PLD_TLS_DIR", &dir)
+                .env("PLD_TRANSPORT", transport)
+                .env("PLD_SYNC_TIMEOUT", timeout)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("start PE {rank}: {e}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_pe_is_named_by_the_others_within_the_timeout() {
+    let prog = compile("tests/c/killed.c");
+    for transport in ["quic", "tcp"] {
+        let started = std::time::Instant::now();
+        let pes = start_by_hand(&prog, 3, transport, "5s");
+        let outs: Vec<Output> = pes
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}")))
+            .collect();
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            outs[1].status.signal(),
+            Some(9),
+            "PE 1 killed itself: {}",
+            text(&outs[1])
+        );
+        for pe in [0, 2] {
+            let out = text(&outs[pe]);
+            assert_eq!(
+                outs[pe].status.code(),
+                Some(1),
+                "PE {pe} over {transport}: {out}"
+            );
+            assert!(
+                out.contains(&format!(
+                    "pld-shmem: PE {pe}: error: shmem_long_wait_until: timed out after 5s"
+                )),
+                "{out}"
+            );
+            assert!(
+                out.contains("cannot be reached: 1 ("),
+                "PE {pe} names PE 1: {out}"
+            );
+        }
+    }
+}
