@@ -113,6 +113,60 @@ impl Client {
         Ok(r.previous)
     }
 
+    /// A single-cell atomic (swap, fetch, set, and / or / xor with or
+    /// without fetch), atomic at the target; returns the previous value (0
+    /// for set and the non-fetching bitwise ops).
+    pub async fn cell_op(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        op: pld_proto::CellOp,
+    ) -> Result<i64> {
+        let (kind, bit_op, value) = op.to_request();
+        let req = pb::CellOpRequest {
+            rank: peer,
+            window: self.window_name(win)?,
+            offset,
+            dtype: dtype as i32,
+            kind: kind as i32,
+            value,
+            bit_op: bit_op as i32,
+        };
+        let r = self
+            .call(req, |mut g, r| async move { g.cell_op(r).await })
+            .await?;
+        Ok(r.previous)
+    }
+
+    /// Writes `data` at `at` of `peer`, then sets or adds `signal` to the
+    /// 8-byte signal cell at `signal_at`: one message on the peer plane.
+    /// `data` must fit one gRPC message.
+    pub async fn put_signal(
+        &self,
+        peer: u32,
+        at: (WindowId, u64),
+        data: &[u8],
+        signal_at: (WindowId, u64),
+        signal: u64,
+        signal_op: NotifyOp,
+    ) -> Result<()> {
+        let req = pb::PutSignalRequest {
+            rank: peer,
+            window: self.window_name(at.0)?,
+            offset: at.1,
+            data: Bytes::copy_from_slice(data),
+            signal_window: self.window_name(signal_at.0)?,
+            signal_offset: signal_at.1,
+            signal,
+            signal_op: signal_op as i32,
+        };
+        self.call(req, |mut g, r| async move { g.put_signal(r).await })
+            .await?;
+        Ok(())
+    }
+
     /// Atomically swaps one int32/int64 cell holding `expected` for
     /// `desired`; returns the previous value.
     pub async fn compare_swap(

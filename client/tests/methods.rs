@@ -49,6 +49,8 @@ async fn call(
         Method::GetStream => code(c.get_stream(pb::GetStreamRequest::default()).await),
         Method::FetchAdd => code(c.fetch_add(pb::FetchAddRequest::default()).await),
         Method::CompareSwap => code(c.compare_swap(pb::CompareSwapRequest::default()).await),
+        Method::CellOp => code(c.cell_op(pb::CellOpRequest::default()).await),
+        Method::PutSignal => code(c.put_signal(pb::PutSignalRequest::default()).await),
         Method::Notify => code(c.notify(pb::NotifyRequest::default()).await),
         Method::Batch => code(c.batch(pb::BatchRequest::default()).await),
         Method::Wait => code(c.wait(pb::WaitRequest::default()).await),
@@ -74,7 +76,7 @@ both!(
         for m in Method::ALL {
             codes.insert(m, call(&mut raw, m).await);
         }
-        assert_eq!(codes.len(), 20, "pld.proto's service has 20 methods");
+        assert_eq!(codes.len(), 22, "pld.proto's service has 22 methods");
         // Some calls succeed and some are refused: both are counted.
         assert_eq!(codes[&Method::Info], Code::Ok);
         assert_eq!(codes[&Method::Put], Code::Ok);

@@ -5,7 +5,7 @@
 //! compare-and-swap loop across the network.
 
 use crate::OpKind;
-use crate::v1::{BitOp, PeerCellOp, header::Body};
+use crate::v1::{BitOp, CellOpKind, PeerCellOp, header::Body};
 
 /// A single-cell atomic on an int32/int64 cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +93,38 @@ impl CellOp {
     }
 }
 
+impl CellOp {
+    /// The op as a client asks for it (`CellOpRequest`): kind, bitwise
+    /// op, operand.
+    pub fn to_request(self) -> (CellOpKind, BitOp, i64) {
+        let v = self.value();
+        match self {
+            CellOp::Swap(_) => (CellOpKind::Swap, BitOp::Unspecified, v),
+            CellOp::Fetch => (CellOpKind::Fetch, BitOp::Unspecified, v),
+            CellOp::Set(_) => (CellOpKind::Set, BitOp::Unspecified, v),
+            CellOp::Bitwise(b, _) => (CellOpKind::Bitwise, b, v),
+            CellOp::FetchBitwise(b, _) => (CellOpKind::FetchBitwise, b, v),
+        }
+    }
+
+    /// The op of a client's request; `None` for an unknown kind or a
+    /// bitwise kind without its operator.
+    pub fn from_request(kind: i32, bit_op: i32, value: i64) -> Option<CellOp> {
+        let bit = match BitOp::try_from(bit_op) {
+            Ok(b @ (BitOp::And | BitOp::Or | BitOp::Xor)) => Some(b),
+            _ => None,
+        };
+        Some(match CellOpKind::try_from(kind).ok()? {
+            CellOpKind::Swap => CellOp::Swap(value),
+            CellOpKind::Fetch => CellOp::Fetch,
+            CellOpKind::Set => CellOp::Set(value),
+            CellOpKind::Bitwise => CellOp::Bitwise(bit?, value),
+            CellOpKind::FetchBitwise => CellOp::FetchBitwise(bit?, value),
+            CellOpKind::Unspecified => return None,
+        })
+    }
+}
+
 /// Applies `op` to `cur`, the cell's value: the new value, or `None` for a
 /// fetch (which writes nothing).
 pub const fn next_value(op: CellOp, cur: i64) -> Option<i64> {
@@ -129,6 +161,22 @@ mod tests {
             let (c, back) = CellOp::of_body(&body).expect("a cell op").expect("valid");
             assert_eq!((c.window, c.offset, back), (3, 64, op));
         }
+    }
+
+    #[test]
+    fn a_clients_request_names_the_same_op() {
+        for op in [
+            CellOp::Swap(3),
+            CellOp::Fetch,
+            CellOp::Set(-2),
+            CellOp::Bitwise(BitOp::Or, 6),
+            CellOp::FetchBitwise(BitOp::And, 5),
+        ] {
+            let (k, b, v) = op.to_request();
+            assert_eq!(CellOp::from_request(k as i32, b as i32, v), Some(op));
+        }
+        assert_eq!(CellOp::from_request(CellOpKind::Bitwise as i32, 0, 1), None);
+        assert_eq!(CellOp::from_request(99, 0, 1), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! effect is applied at the target (a get once the bytes are here).
 
 use crate::region::{Chunking, Transfer};
-use crate::{Cmp, Dtype, NotifyOp};
+use crate::{CellOp, Cmp, Dtype, NotifyOp};
 use bytes::Bytes;
 use std::future::Future;
 
@@ -86,6 +86,31 @@ pub trait Rma: Send + Sync {
         expected: i64,
         desired: i64,
     ) -> impl Future<Output = Result<i64, Self::Error>> + Send;
+
+    /// A single-cell atomic on an int32/int64 cell (swap, fetch, set, and
+    /// / or / xor with or without fetch), atomic at the target; returns
+    /// the previous value (0 for set and the non-fetching bitwise ops).
+    fn cell_op(
+        &self,
+        peer: u32,
+        win: Self::Window,
+        offset: u64,
+        dtype: Dtype,
+        op: CellOp,
+    ) -> impl Future<Output = Result<i64, Self::Error>> + Send;
+
+    /// Writes `data` at `at` of `peer`, then sets or adds `signal` to the
+    /// 8-byte signal cell at `signal_at`: one message; whoever sees the
+    /// signal sees the data.
+    fn put_signal(
+        &self,
+        peer: u32,
+        at: (Self::Window, u64),
+        data: &[u8],
+        signal_at: (Self::Window, u64),
+        signal: u64,
+        signal_op: NotifyOp,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Sets or atomically adds to an int32 signal cell of `peer`.
     fn notify(
@@ -241,6 +266,27 @@ macro_rules! impl_rma {
                 desired: i64,
             ) -> ::std::result::Result<i64, $err> {
                 <$ty>::compare_swap(self, peer, win, offset, dtype, expected, desired).await
+            }
+            async fn cell_op(
+                &self,
+                peer: u32,
+                win: $win,
+                offset: u64,
+                dtype: $crate::Dtype,
+                op: $crate::CellOp,
+            ) -> ::std::result::Result<i64, $err> {
+                <$ty>::cell_op(self, peer, win, offset, dtype, op).await
+            }
+            async fn put_signal(
+                &self,
+                peer: u32,
+                at: ($win, u64),
+                data: &[u8],
+                signal_at: ($win, u64),
+                signal: u64,
+                signal_op: $crate::NotifyOp,
+            ) -> ::std::result::Result<(), $err> {
+                <$ty>::put_signal(self, peer, at, data, signal_at, signal, signal_op).await
             }
             async fn notify(
                 &self,

@@ -218,7 +218,7 @@ pub struct Config {
     pub checked: crate::CheckedMode,
     /// Windows over memory the process already owns (an OpenSHMEM
     /// program's data segment), served beside `windows`.
-    pub lent: Vec<std::sync::Arc<crate::window::ForeignMemory>>,
+    pub lent: Vec<std::sync::Arc<crate::lent::ForeignMemory>>,
 }
 
 /// The range every timeout may take: longer ones are typos, and would

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use pld_proto::lock::Locked;
 use pld_proto::region::{Chunking, Transfer};
-use pld_proto::{Cmp, Dtype, NotifyOp, Rma};
+use pld_proto::{CellOp, Cmp, Dtype, NotifyOp, Rma};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
@@ -148,6 +148,37 @@ impl Rma for Planner {
         let what = format!("compare_swap {expected} -> {desired} ({dtype}) at +{offset}");
         self.record(peer, win, what);
         Ok(expected)
+    }
+    async fn cell_op(
+        &self,
+        peer: u32,
+        win: usize,
+        offset: u64,
+        dtype: Dtype,
+        op: CellOp,
+    ) -> Result<i64, PlanError> {
+        self.record(
+            peer,
+            win,
+            format!("{} {op:?} ({dtype}) at +{offset}", op.kind()),
+        );
+        Ok(0)
+    }
+    async fn put_signal(
+        &self,
+        peer: u32,
+        (win, offset): (usize, u64),
+        data: &[u8],
+        (_, signal_offset): (usize, u64),
+        signal: u64,
+        op: NotifyOp,
+    ) -> Result<(), PlanError> {
+        let what = format!(
+            "put_signal {} bytes at +{offset}, then {op:?} {signal} at +{signal_offset}",
+            data.len()
+        );
+        self.record(peer, win, what);
+        Ok(())
     }
     async fn notify(
         &self,

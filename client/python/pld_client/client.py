@@ -21,6 +21,7 @@ from pld_client._proto.pld.v1 import types_pb2 as types
 from pld_client.batch import Batch
 from pld_client.wire import (
     _ALGOS,
+    _BITS,
     _CMPS,
     _NOTIFY,
     _STREAM_MESSAGE,
@@ -240,6 +241,54 @@ class Client:
             ),
         )
         return r.previous
+
+    def swap(self, rank: int, offset: int, value: int, dtype: DtypeLike = "int64", window: str = "data") -> int:
+        """Atomically replaces one int32/int64 cell by ``value``; returns what it held."""
+        return self._cell(rank, offset, pb.CELL_OP_KIND_SWAP, value, dtype, window)
+
+    def fetch(self, rank: int, offset: int, dtype: DtypeLike = "int64", window: str = "data") -> int:
+        """Atomically reads one int32/int64 cell."""
+        return self._cell(rank, offset, pb.CELL_OP_KIND_FETCH, 0, dtype, window)
+
+    def set(self, rank: int, offset: int, value: int, dtype: DtypeLike = "int64", window: str = "data") -> None:
+        """Atomically writes ``value`` into one int32/int64 cell."""
+        self._cell(rank, offset, pb.CELL_OP_KIND_SET, value, dtype, window)
+
+    def atomic_bitwise(
+        self, rank: int, offset: int, op: str, value: int, dtype: DtypeLike = "int64", window: str = "data"
+    ) -> None:
+        """Atomically applies ``cell = cell <op> value`` (``op``: "and", "or", "xor")."""
+        self._cell(rank, offset, pb.CELL_OP_KIND_BITWISE, value, dtype, window, op)
+
+    def fetch_bitwise(
+        self, rank: int, offset: int, op: str, value: int, dtype: DtypeLike = "int64", window: str = "data"
+    ) -> int:
+        """``atomic_bitwise`` that returns what the cell held."""
+        return self._cell(rank, offset, pb.CELL_OP_KIND_FETCH_BITWISE, value, dtype, window, op)
+
+    def _cell(self, rank, offset, kind, value, dtype, window, bit: Optional[str] = None) -> int:
+        if bit is not None and bit not in _BITS:
+            raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"bitwise op {bit!r} is none of 'and', 'or', 'xor'")
+        req = pb.CellOpRequest(
+            rank=rank, window=window, offset=offset, dtype=_wire_dtype(dtype), kind=kind, value=value,
+            bit_op=_BITS[bit] if bit is not None else 0,
+        )
+        return self._call(self._stub.CellOp, req).previous
+
+    def put_signal(
+        self, rank: int, offset: int, data: bytes, signal_offset: int, signal: int, op: str = "set",
+        window: str = "data", signal_window: str = "data",
+    ) -> None:
+        """Writes ``data`` at ``offset`` of ``rank``, then sets (``op="set"``) or
+        adds to (``op="add"``) the 8-byte signal cell at ``signal_offset``: one
+        message; whoever sees the signal sees the data."""
+        if op not in _NOTIFY:
+            raise PldError(grpc.StatusCode.INVALID_ARGUMENT, f"signal op {op!r} is neither 'set' nor 'add'")
+        req = pb.PutSignalRequest(
+            rank=rank, window=window, offset=offset, data=bytes(data), signal_window=signal_window,
+            signal_offset=signal_offset, signal=signal, signal_op=_NOTIFY[op],
+        )
+        self._call(self._stub.PutSignal, req)
 
     def notify(self, rank: int, offset: int, value: int, op: str = "set", window: str = "signal") -> None:
         """Sets (``op="set"``) or adds to (``op="add"``) an int32 signal cell of ``rank``."""

@@ -44,6 +44,7 @@ _CMPS = {
     "le": types.CMP_LE,
 }
 _NOTIFY = {"set": types.NOTIFY_OP_SET, "add": types.NOTIFY_OP_ATOMIC_ADD}
+_BITS = {"and": types.BIT_OP_AND, "or": types.BIT_OP_OR, "xor": types.BIT_OP_XOR}
 _REDUCE = {"sum": pb.REDUCE_OP_SUM, "max": pb.REDUCE_OP_MAX, "min": pb.REDUCE_OP_MIN, "prod": pb.REDUCE_OP_PROD}
 _ALGOS = {"ring": pb.ALGO_RING, "mesh": pb.ALGO_MESH}
 

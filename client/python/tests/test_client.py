@@ -70,6 +70,31 @@ def test_atomic_adds_from_every_rank_lose_nothing(cluster4):
     assert clients[0].get_array(0, 8 << 20, (1,), np.int64)[0] == 42
 
 
+def test_openshmem_cell_ops_and_put_signal_from_every_rank(cluster2):
+    a, b = Client(cluster2.grpc[0]), Client(cluster2.grpc[1])
+    base = 12 << 20
+    # Each rank sets its bit in rank 0's cell, seeing it clear before.
+    for i, c in enumerate((a, b)):
+        before = c.fetch_bitwise(0, base, "or", 1 << i)
+        assert not before & (1 << i)
+    assert a.fetch(0, base) == 0b11
+    a.atomic_bitwise(0, base, "and", 0b01)
+    assert b.fetch(0, base) == 0b01
+    assert b.swap(0, base, -9) == 0b01
+    a.set(1, base + 8, 7, dtype="int32")
+    assert a.fetch(1, base + 8, dtype="int32") == 7
+    # put_signal: the data and the signal together.
+    b.put_signal(0, base + 4096, b"signalled data", base + 64, 3, op="add")
+    assert a.get(0, base + 4096, 14) == b"signalled data"
+    assert a.fetch(0, base + 64) == 3
+    with pytest.raises(PldError) as e:
+        a.atomic_bitwise(0, base, "nand", 1)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(PldError) as e:
+        a.swap(0, base + 4, 1)  # not 8-byte aligned for an int64 cell
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_notify_wakes_a_wait_and_test_sees_it(cluster2):
     a, b = Client(cluster2.grpc[0]), Client(cluster2.grpc[1])
     b.notify(1, 0, 0)

@@ -105,6 +105,23 @@ pub(crate) fn notify_op(call: &'static str, value: i32) -> Result<NotifyOp, Erro
     }
 }
 
+/// A cell op: its kind and, for the bitwise kinds, and / or / xor.
+pub(crate) fn cell_op(
+    call: &'static str,
+    kind: i32,
+    bit_op: i32,
+    value: i64,
+) -> Result<pld_proto::CellOp, Error> {
+    pld_proto::CellOp::from_request(kind, bit_op, value).ok_or_else(|| {
+        Error::invalid(
+            call,
+            format!(
+                "kind {kind} with bit op {bit_op} is no cell op: kind is SWAP, FETCH, SET, BITWISE or FETCH_BITWISE, and the bitwise kinds take AND, OR or XOR"
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

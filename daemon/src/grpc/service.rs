@@ -4,7 +4,7 @@
 use super::batch;
 use super::collective::{self, Kind};
 use super::request::{
-    check_data, cmp, dtype, geometry, grpc_timeout, notify_op, region_dtype, window,
+    cell_op, check_data, cmp, dtype, geometry, grpc_timeout, notify_op, region_dtype, window,
 };
 use super::{Error, Shared, stream};
 use pld_grpc::Method;
@@ -13,11 +13,12 @@ use pld_proto::Dtype;
 use pld_proto::region::Chunking;
 use pld_proto::v1::{
     AllGatherRequest, AllReduceRequest, AllToAllRequest, AtomicAddRequest, AtomicAddResponse,
-    BarrierRequest, BarrierResponse, BatchRequest, BatchResponse, BroadcastRequest,
+    BarrierRequest, BarrierResponse, BatchRequest, BatchResponse, BroadcastRequest, CellOpRequest,
     CollectiveResponse, CompareSwapRequest, Counter, FetchAddRequest, GetRequest, GetResponse,
     GetStreamRequest, InfoRequest, InfoResponse, NotifyRequest, NotifyResponse, PutRequest,
-    PutResponse, PutStreamRequest, QuietRequest, QuietResponse, ReduceScatterRequest, StatsRequest,
-    StatsResponse, TestRequest, TestResponse, ValueResponse, WaitRequest, WaitResponse, WindowSpec,
+    PutResponse, PutSignalRequest, PutStreamRequest, QuietRequest, QuietResponse,
+    ReduceScatterRequest, StatsRequest, StatsResponse, TestRequest, TestResponse, ValueResponse,
+    WaitRequest, WaitResponse, WindowSpec,
 };
 use pld_server::Rank;
 use std::future::Future;
@@ -273,6 +274,39 @@ impl Pld for Service {
                 .compare_swap(r.rank, win, r.offset, dt, r.expected, r.desired)
                 .await?;
             Ok(ValueResponse { previous })
+        })
+        .await
+    }
+
+    async fn cell_op(
+        &self,
+        req: Request<CellOpRequest>,
+    ) -> Result<Response<ValueResponse>, Status> {
+        let r = req.into_inner();
+        self.observe(Method::CellOp, async {
+            let rank = self.rank()?;
+            let win = window(rank, &r.window)?;
+            let dt = dtype("CellOp", r.dtype)?;
+            let op = cell_op("CellOp", r.kind, r.bit_op, r.value)?;
+            let previous = rank.cell_op(r.rank, win, r.offset, dt, op).await?;
+            Ok(ValueResponse { previous })
+        })
+        .await
+    }
+
+    async fn put_signal(
+        &self,
+        req: Request<PutSignalRequest>,
+    ) -> Result<Response<PutResponse>, Status> {
+        let r = req.into_inner();
+        self.observe(Method::PutSignal, async {
+            let rank = self.rank()?;
+            let at = (window(rank, &r.window)?, r.offset);
+            let signal_at = (window(rank, &r.signal_window)?, r.signal_offset);
+            let op = notify_op("PutSignal", r.signal_op)?;
+            rank.put_signal(r.rank, at, &r.data, signal_at, r.signal, op)
+                .await?;
+            Ok(PutResponse {})
         })
         .await
     }

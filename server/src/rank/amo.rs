@@ -87,6 +87,22 @@ impl Rank {
             .await
     }
 
+    /// A single-cell atomic ([`CellOp`]); returns the previous value (0
+    /// for `set` and the non-fetching bitwise ops).
+    pub async fn cell_op(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        dtype: Dtype,
+        op: CellOp,
+    ) -> Result<i64> {
+        self.cell_op_nb(peer, win, offset, dtype, op)
+            .await?
+            .wait()
+            .await
+    }
+
     /// Non-blocking single-cell atomic: the handle resolves with the
     /// cell's previous value (0 for `set` and `atomic_bitwise`, whose
     /// target answers with an ack).
@@ -115,6 +131,12 @@ impl Rank {
                 let kind = op.access().unwrap_or(AccessKind::Atomic);
                 let apply = || w.cell_op(offset, dtype, cell);
                 let r = self.local_atomic(op, win, offset, dtype, kind, apply);
+                // As the target's ack would: no value for set and the
+                // non-fetching bitwise ops.
+                let r = match op.reply() {
+                    ReplyShape::Value => r,
+                    ReplyShape::Ack | ReplyShape::Data => r.map(|_| 0),
+                };
                 self.local_op(op, peer, r)
             }
             Target::Remote(link) => {

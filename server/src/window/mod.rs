@@ -42,6 +42,8 @@ use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+pub use crate::lent::ForeignMemory;
+
 /// Alignment of every window's base address: enough for every element
 /// type (8 bytes at most), so that element offsets that are multiples of
 /// their size are naturally aligned. No more than 16, so that the allocator
@@ -90,67 +92,6 @@ impl Drop for Window {
     }
 }
 
-/// Memory the process already owns, lent to a rank as a window — an
-/// OpenSHMEM program's data segment (`static long x;` is symmetric). The
-/// one way to make a window over memory the rank did not allocate.
-#[derive(Debug)]
-pub struct ForeignMemory {
-    name: String,
-    ptr: NonNull<u8>,
-    size: usize,
-}
-
-// SAFETY: a `ForeignMemory` is an address range, valid for the process's
-// lifetime by `ForeignMemory::new`'s contract; the window over it accesses
-// it only through bounds-checked copies and atomics (see the module docs).
-unsafe impl Send for ForeignMemory {}
-// SAFETY: as above.
-unsafe impl Sync for ForeignMemory {}
-
-impl ForeignMemory {
-    /// Lends `size` bytes at `ptr` as the window `name`.
-    ///
-    /// # Safety
-    /// The range must be readable and writable for as long as any rank
-    /// serves it — in practice, the process's lifetime (a data segment) —
-    /// and 8-byte aligned, so that an element offset that is a multiple of
-    /// its size is naturally aligned. Peers write it at any time: the
-    /// program must treat it as OpenSHMEM symmetric memory (no Rust
-    /// reference into it may be held across a remote write).
-    pub unsafe fn new(
-        name: &str,
-        ptr: NonNull<u8>,
-        size: u64,
-    ) -> Result<ForeignMemory, ConfigError> {
-        let fail = || ConfigError::WindowAlloc {
-            name: name.to_string(),
-            size,
-        };
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| *s > 0)
-            .ok_or_else(fail)?;
-        if ptr.as_ptr() as usize % 8 != 0 {
-            return Err(fail());
-        }
-        Ok(ForeignMemory {
-            name: name.to_string(),
-            ptr,
-            size,
-        })
-    }
-
-    /// The window's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Its size in bytes.
-    pub fn size(&self) -> u64 {
-        self.size as u64
-    }
-}
-
 impl Window {
     /// Allocates a zeroed window. Fails (rather than aborting) when the
     /// memory is not available.
@@ -181,7 +122,8 @@ impl Window {
 
     /// A window over lent memory (see [`ForeignMemory`]).
     pub(crate) fn lent(memory: &ForeignMemory, board: Arc<ChangeBoard>) -> Window {
-        Self::over(&memory.name, memory.ptr, memory.size, None, board)
+        let (ptr, size) = memory.range();
+        Self::over(memory.name(), ptr, size, None, board)
     }
 
     fn over(
