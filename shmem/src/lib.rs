@@ -20,5 +20,7 @@ pub mod capi;
 pub mod env;
 pub mod heap;
 pub mod launch;
+mod names;
 mod pe;
 pub mod segment;
+pub mod symbols;

@@ -49,6 +49,10 @@ pub(crate) struct Pe {
     finalized: AtomicBool,
     /// Per active set, the barriers it has run (their epoch).
     active_sets: Mutex<std::collections::HashMap<(i32, i32, i32), u64>>,
+    /// What the executable's link-time addresses are offset by.
+    load_base: usize,
+    /// The executable's data symbols, read when a message first needs one.
+    symbols: OnceLock<Vec<crate::symbols::Symbol>>,
 }
 
 static PE: OnceLock<Pe> = OnceLock::new();
@@ -112,9 +116,15 @@ extern "C" fn at_exit() {
         if !FATAL.load(Ordering::Acquire) {
             let _ = p.block(p.rank.quiet_within(p.sync_timeout));
         }
+        let races = crate::names::report_races(p);
         p.block(p.rank.shutdown());
+        races
     });
-    let _ = closing.join();
+    if closing.join().unwrap_or(0) > 0 && !FATAL.load(Ordering::Acquire) {
+        // SAFETY: _exit ends the process now, with the status that says
+        // the run raced (exit handlers cannot call exit again).
+        unsafe { libc::_exit(1) }
+    }
 }
 
 fn start() -> anyhow::Result<Pe> {
@@ -137,6 +147,8 @@ fn start() -> anyhow::Result<Pe> {
     config.progress = s.progress;
     config.cluster_id = s.cluster_id.clone();
     let data = crate::segment::data_segment();
+    let load_base = data.as_ref().map_or(0, |(_, b)| *b);
+    let data = data.map(|(d, _)| d);
     if let Some(d) = &data {
         let ptr =
             NonNull::new(d.start as *mut u8).ok_or_else(|| anyhow::anyhow!("null data segment"))?;
@@ -178,6 +190,8 @@ fn start() -> anyhow::Result<Pe> {
         control: s.control,
         finalized: AtomicBool::new(false),
         active_sets: Mutex::default(),
+        load_base,
+        symbols: OnceLock::new(),
     })
 }
 
@@ -232,6 +246,23 @@ impl Pe {
                 self.rank.nranks()
             )),
         }
+    }
+
+    /// The symmetric spaces.
+    pub(crate) fn spaces(&self) -> &Spaces<WindowId> {
+        &self.spaces
+    }
+
+    /// The executable's data symbol at `addr` (a runtime address), and how
+    /// far into it.
+    pub(crate) fn symbol_at(&self, addr: usize) -> Option<(String, u64)> {
+        let syms = self.symbols.get_or_init(|| {
+            std::fs::read("/proc/self/exe")
+                .map(|b| crate::symbols::object_symbols(&b))
+                .unwrap_or_default()
+        });
+        let link = (addr as u64).checked_sub(self.load_base as u64)?;
+        crate::symbols::holding(syms, link).map(|(s, into)| (s.name.clone(), into))
     }
 
     /// The heap's base address.
@@ -308,6 +339,12 @@ impl Pe {
         }
         self.quiet("shmem_finalize");
         self.run("shmem_finalize", self.rank.barrier());
+        let races = crate::names::report_races(self);
         self.block(self.rank.shutdown());
+        if races > 0 {
+            fatal(format!(
+                "--checked: {races} races in this PE's symmetric memory, reported above"
+            ));
+        }
     }
 }

@@ -6,16 +6,17 @@
 
 use std::ops::Range;
 
-/// The address range of the main program's writable data, 8-byte aligned
-/// at both ends (inward); `None` if it has none.
-pub fn data_segment() -> Option<Range<usize>> {
-    let mut found: Option<Range<usize>> = None;
+/// The main program's writable data: its address range, 8-byte aligned at
+/// both ends (inward), and the program's load base (what a link-time
+/// address is offset by); `None` if it has none.
+pub fn data_segment() -> Option<(Range<usize>, usize)> {
+    let mut found: Option<(Range<usize>, usize)> = None;
     // SAFETY: `dl_iterate_phdr` calls `collect` with valid `info` pointers
     // during the call only; `data` is our `found`, alive for the call.
     unsafe {
         libc::dl_iterate_phdr(
             Some(collect),
-            (&mut found as *mut Option<Range<usize>>).cast(),
+            (&mut found as *mut Option<(Range<usize>, usize)>).cast(),
         )
     };
     found
@@ -28,7 +29,7 @@ unsafe extern "C" fn collect(
 ) -> libc::c_int {
     // SAFETY: the loader passes a valid `info`; `data` is `data_segment`'s
     // `found`.
-    let (info, found) = unsafe { (&*info, &mut *data.cast::<Option<Range<usize>>>()) };
+    let (info, found) = unsafe { (&*info, &mut *data.cast::<Option<(Range<usize>, usize)>>()) };
     // SAFETY: `dlpi_phdr` points at `dlpi_phnum` program headers.
     let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
     let base = info.dlpi_addr as usize;
@@ -54,7 +55,7 @@ unsafe extern "C" fn collect(
         }
         let start = seg.start.div_ceil(8) * 8;
         let end = seg.end / 8 * 8;
-        *found = (end > start).then_some(start..end);
+        *found = (end > start).then_some((start..end, base));
     }
     // The first object is the main program: stop there.
     1

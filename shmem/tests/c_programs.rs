@@ -30,15 +30,13 @@ fn compile(src: &str) -> PathBuf {
 }
 
 fn oshrun(prog: &Path, np: u32, transport: &str, timeout: &str) -> Output {
+    oshrun_with(prog, np, &["--transport", transport, "--timeout", timeout])
+}
+
+fn oshrun_with(prog: &Path, np: u32, flags: &[&str]) -> Output {
     Command::new(OSHRUN)
-        .args([
-            "-np",
-            &np.to_string(),
-            "--transport",
-            transport,
-            "--timeout",
-            timeout,
-        ])
+        .args(["-np", &np.to_string()])
+        .args(flags)
         .arg(prog)
         .output()
         .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"))
@@ -218,4 +216,48 @@ fn a_killed_pe_is_named_by_the_others_within_the_timeout() {
             );
         }
     }
+}
+
+#[test]
+fn checked_names_an_unordered_put_and_get_with_both_pes_the_calls_and_the_objects() {
+    let prog = compile("tests/c/race.c");
+    let o = oshrun_with(&prog, 3, &["--checked", "--timeout", "30s"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let reports: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("--checked: race"))
+        .collect();
+    assert_eq!(reports.len(), 2, "{out}");
+    let data = reports
+        .iter()
+        .find(|l| l.contains("'shmem.data'"))
+        .expect("the static race");
+    assert!(data.contains("`table`+24"), "{data}");
+    let heap = reports
+        .iter()
+        .find(|l| l.contains("'shmem.heap'"))
+        .expect("the heap race");
+    assert!(
+        heap.contains("16 bytes into the 64-byte allocation at offset 65536"),
+        "{heap}"
+    );
+    for r in [data, heap] {
+        assert!(
+            r.starts_with("pld-shmem: PE 1: --checked: race on PE 1's window"),
+            "{r}"
+        );
+        assert!(
+            r.contains("PE 0 put into [shmem put / p / iput / put_signal]"),
+            "{r}"
+        );
+        assert!(
+            r.contains("PE 2 read (get / remote_load) [shmem get / g / iget]"),
+            "{r}"
+        );
+    }
+    // The same programs that order their accesses report nothing.
+    let ordered = compile("tests/c/rma.c");
+    let o = oshrun_with(&ordered, 3, &["--checked", "--timeout", "30s"]);
+    assert!(o.status.success(), "{}", text(&o));
 }

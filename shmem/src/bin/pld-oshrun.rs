@@ -22,7 +22,7 @@ struct Cli {
     #[arg(long, default_value = "quic", value_parser = ["quic", "tcp"])]
     transport: String,
     /// Report unordered accesses (races); =strict also refuses them.
-    #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off", value_parser = ["off", "on", "strict"])]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value = "off", value_parser = ["off", "on", "strict"])]
     checked: String,
     /// How long any wait or barrier may take before it fails naming what is
     /// missing (ms, s, m).

@@ -123,40 +123,6 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     unsafe { std::ptr::copy_nonoverlapping(NAME.as_ptr().cast(), name, NAME.len()) };
 }
 
-/// Where `ptr` lies, for messages: heap offset and allocation, or data
-/// segment offset and the symbol there when the executable exports it.
-pub(crate) fn describe(p: &Pe, ptr: *const u8) -> String {
-    let Ok((win, off)) = p.try_locate("describe", ptr, 1) else {
-        return "not symmetric".into();
-    };
-    if ptr as usize >= p.heap_base()
-        && win == p.rank().window(crate::pe::HEAP_WINDOW).unwrap_or(win)
-    {
-        return match p.heap().holding(off) {
-            Some((at, len)) => format!(
-                "symmetric heap offset {off}, {} bytes into the {len}-byte allocation at offset {at}",
-                off - at
-            ),
-            None if off < crate::pe::RESERVED => {
-                format!("symmetric heap offset {off}, in pld's reserved cells")
-            }
-            None => format!("symmetric heap offset {off}, in no live allocation"),
-        };
-    }
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    // SAFETY: dladdr fills `info` or returns 0.
-    let found = unsafe { libc::dladdr(ptr.cast(), info.as_mut_ptr()) } != 0;
-    // SAFETY: zeroed and possibly filled by dladdr.
-    let info = unsafe { info.assume_init() };
-    if found && !info.dli_sname.is_null() {
-        // SAFETY: dladdr's symbol name is a C string.
-        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
-        let into = ptr as usize - info.dli_saddr as usize;
-        return format!("data segment offset {off}: `{name}`+{into}");
-    }
-    format!("data segment offset {off}")
-}
-
 /// Allocates on the heap (collective: the same calls on every PE give the
 /// same offset); ends with a barrier, as OpenSHMEM's allocation calls do.
 fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
@@ -177,7 +143,7 @@ fn offset_of(call: &'static str, p: &Pe, ptr: *mut c_void) -> u64 {
         Some(off) if p.heap().len_of(off as u64).is_some() => off as u64,
         _ => fatal(format!(
             "{call}: {ptr:p} is not a pointer shmem_malloc returned ({})",
-            describe(p, ptr.cast())
+            crate::names::describe(p, ptr.cast())
         )),
     }
 }

@@ -91,7 +91,7 @@ fn named<T>(p: &Pe, call: &'static str, ivar: *const T) -> String {
     match p.try_locate(call, ivar.cast(), size_of::<T>() as u64) {
         Ok(_) => format!(
             "the variable at {ivar:p} ({})",
-            crate::capi::setup::describe(p, ivar.cast())
+            crate::names::describe(p, ivar.cast())
         ),
         Err(e) => fatal(e),
     }
