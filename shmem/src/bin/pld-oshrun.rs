@@ -24,6 +24,10 @@ struct Cli {
     /// Report unordered accesses (races); =strict also refuses them.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "on", default_value = "off", value_parser = ["off", "on", "strict"])]
     checked: String,
+    /// How each PE waits for the network: sleep (kind to a shared host) or
+    /// spin (busy-poll while there is traffic: the lowest latency).
+    #[arg(long, default_value = "sleep", value_parser = ["sleep", "spin"])]
+    progress: String,
     /// How long any wait or barrier may take before it fails naming what is
     /// missing (ms, s, m).
     #[arg(long, value_parser = pld_proto::units::parse_duration)]
@@ -39,7 +43,7 @@ fn is_value(args: &[String], a: &str) -> bool {
     at > 0
         && matches!(
             args[at - 1].as_str(),
-            "--transport" | "--timeout" | "--np" | "-n" | "--checked"
+            "--transport" | "--timeout" | "--np" | "-n" | "--progress" | "--checked"
         )
 }
 
@@ -60,6 +64,7 @@ fn main() -> std::process::ExitCode {
         npes: cli.np,
         transport: cli.transport,
         checked: cli.checked,
+        progress: cli.progress,
         timeout: cli.timeout,
         program: cli.program,
     };
