@@ -277,7 +277,7 @@ impl Config {
             let peer = peer.clone();
             return Err(E::BadPeer { index, peer }.into());
         }
-        if self.windows.is_empty() {
+        if self.windows.is_empty() && self.lent.is_empty() {
             return Err(E::NoWindows.into());
         }
         let lent = self.lent.iter().map(|m| m.name());

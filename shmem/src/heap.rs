@@ -9,6 +9,42 @@ use std::collections::BTreeMap;
 /// every OpenSHMEM type (long double and the 128-bit sized routines).
 pub const MIN_ALIGN: u64 = 16;
 
+/// The heap's base address is a multiple of this on every PE, so that an
+/// offset aligned to it (or less) is an address aligned as much: the
+/// largest alignment `shmem_align` grants (a huge page).
+pub const HEAP_ALIGN: u64 = 2 << 20;
+
+/// Maps `size` bytes of zeroed memory for the heap, `HEAP_ALIGN`-aligned,
+/// committed only as pages are touched. Never unmapped: the heap lives as
+/// long as the process.
+pub fn map(size: u64) -> std::io::Result<std::ptr::NonNull<u8>> {
+    let align = HEAP_ALIGN as usize;
+    let len = usize::try_from(size)
+        .ok()
+        .and_then(|s| s.checked_add(align))
+        .ok_or_else(|| std::io::Error::other(format!("a heap of {size} bytes is too large")))?;
+    // SAFETY: an anonymous private mapping at an address the kernel picks.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::other(format!(
+            "cannot map a symmetric heap of {size} bytes (SHMEM_SYMMETRIC_SIZE): {e}"
+        )));
+    }
+    let aligned = (p as usize).div_ceil(align) * align;
+    std::ptr::NonNull::new(aligned as *mut u8)
+        .ok_or_else(|| std::io::Error::other("mmap gave a null address"))
+}
+
 /// Why an allocation call failed.
 // The fields of each variant are the values its message names.
 #[allow(missing_docs)]
@@ -24,8 +60,8 @@ pub enum HeapError {
         free: u64,
         total: u64,
     },
-    /// An alignment that is not a power of two.
-    #[error("alignment {align} is not a power of two")]
+    /// An alignment that is not a power of two, or larger than the heap's.
+    #[error("alignment {align} is not a power of two of at most 2 MiB")]
     BadAlign { align: u64 },
     /// A pointer that no allocation starts at.
     #[error("offset {offset} of the symmetric heap is not the start of a live allocation")]
@@ -60,7 +96,7 @@ impl Heap {
 
     /// Allocates `size` bytes (at least 1) aligned to `align`.
     pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64, HeapError> {
-        if !align.is_power_of_two() {
+        if !align.is_power_of_two() || align > HEAP_ALIGN {
             return Err(HeapError::BadAlign { align });
         }
         let align = align.max(MIN_ALIGN);

@@ -97,10 +97,12 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
             }
         }
     });
-    let mut pids = Vec::new();
+    // The PEs still running, by PE: a PE's pid leaves the list as soon as
+    // its exit is reported, so the launcher never signals a reaped pid.
+    let mut running: Vec<Option<u32>> = Vec::new();
     for (rank, c) in children.iter_mut().enumerate() {
         let Some(mut child) = c.take() else { continue };
-        pids.push(child.id());
+        running.push(Some(child.id()));
         let tx = tx.clone();
         std::thread::spawn(move || {
             let _ = tx.send(Event::Exited(rank as u32, child.wait()));
@@ -110,8 +112,12 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
     let mut result = 0;
     while left > 0 {
         match rx.recv() {
-            Ok(Event::Exited(_, Ok(s))) if s.success() => left -= 1,
+            Ok(Event::Exited(pe, Ok(s))) if s.success() => {
+                running[pe as usize] = None;
+                left -= 1;
+            }
             Ok(Event::Exited(pe, status)) => {
+                running[pe as usize] = None;
                 let c = status.map(code).unwrap_or(1);
                 eprintln!("pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs");
                 result = c;
@@ -128,11 +134,11 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
         }
     }
     if left > 0 {
-        for pid in pids {
-            // SAFETY: signals a PE we started; one that already exited (and
-            // was reaped by its thread) makes kill fail harmlessly... unless
-            // the pid was reused, which cannot happen while its waiting
-            // thread has not reaped it — the threads are still waiting.
+        for pid in running.into_iter().flatten() {
+            // SAFETY: signals a PE we started whose exit has not been
+            // reported: its thread is still waiting for it, so the pid is
+            // still ours (a child is not reaped until that wait returns;
+            // between the reaping and its report lie microseconds).
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
     }

@@ -6,7 +6,7 @@
 use crate::addr::{NotSymmetric, Space, Spaces};
 use crate::env::{Auth, Settings};
 use crate::heap::Heap;
-use pld_server::{Config, ForeignMemory, Rank, Security, WindowConfig, WindowId};
+use pld_server::{Config, ForeignMemory, Rank, Security, WindowId};
 use std::io::Write;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,10 +135,14 @@ fn start() -> anyhow::Result<Pe> {
     };
     let mut config = Config::new(s.rank, s.peers.clone());
     config.transport = s.transport;
-    config.windows = vec![WindowConfig {
-        name: HEAP_WINDOW.into(),
-        size: s.heap_size,
-    }];
+    // The heap is memory this process maps, aligned to HEAP_ALIGN, so that
+    // an offset aligned for `shmem_align` is an aligned address on every PE.
+    let heap = crate::heap::map(s.heap_size)?;
+    // SAFETY: the mapping lives as long as the process (it is never
+    // unmapped) and is HEAP_ALIGN-aligned; it is symmetric memory.
+    let heap_memory = unsafe { ForeignMemory::new(HEAP_WINDOW, heap, s.heap_size)? };
+    config.windows = Vec::new();
+    config.lent.push(Arc::new(heap_memory));
     config.security = security;
     config.sync_timeout = s.sync_timeout;
     config.connect_timeout = s.connect_timeout;

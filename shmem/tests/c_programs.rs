@@ -73,6 +73,11 @@ fn passes_everywhere(src: &str, expect: &str) {
 }
 
 #[test]
+fn setup_query_and_the_heap_calls_are_symmetric() {
+    passes_everywhere("tests/c/setup.c", "setup: OK");
+}
+
+#[test]
 fn rma_on_heap_and_static_data_reaches_every_pe() {
     passes_everywhere("tests/c/rma.c", "rma: OK");
 }
@@ -204,16 +209,16 @@ fn a_killed_pe_is_named_by_the_others_within_the_timeout() {
                 Some(1),
                 "PE {pe} over {transport}: {out}"
             );
+            // PE 1 dies in the wait, or (its last barrier signal not yet
+            // out) in the barrier before it: either way the others time
+            // out in a sync call and name it.
             assert!(
-                out.contains(&format!(
-                    "pld-shmem: PE {pe}: error: shmem_long_wait_until: timed out after 5s"
-                )),
+                out.contains(&format!("pld-shmem: PE {pe}: error: shmem_")),
                 "{out}"
             );
-            assert!(
-                out.contains("cannot be reached: 1 ("),
-                "PE {pe} names PE 1: {out}"
-            );
+            assert!(out.contains("timed out after 5s"), "{out}");
+            let names_1 = out.contains("cannot be reached: 1 (") || out.contains("for rank 1;");
+            assert!(names_1, "PE {pe} names PE 1: {out}");
         }
     }
 }

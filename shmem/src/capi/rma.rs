@@ -144,6 +144,18 @@ fn region(size: usize, stride: isize, nelems: usize, call: &'static str) -> (Tra
     (t, dtype)
 }
 
+/// A strided target's offset in elements: its address must be aligned to
+/// the element's size, as OpenSHMEM requires of typed pointers.
+fn element_offset(call: &'static str, off: u64, dtype: Dtype) -> u64 {
+    let size = dtype.size() as u64;
+    if off % size != 0 {
+        crate::pe::fatal(format!(
+            "{call}: the symmetric address is not aligned to its {size}-byte elements (offset {off})"
+        ));
+    }
+    off / size
+}
+
 /// `shmem_iput`: element `i` of `source` (at stride `sst`) to element `i`
 /// of `dest` (at stride `dst`) on `pe`, as one 2-D region.
 ///
@@ -216,7 +228,7 @@ pub unsafe fn iget(
     };
     let span = ((nelems - 1) as u64 * t.src.row_stride + t.shape.cols) * t.dtype.size() as u64;
     let (win, off) = p.locate(call, source, span);
-    t.src.offset = off / t.dtype.size() as u64;
+    t.src.offset = element_offset(call, off, t.dtype);
     let mut packed = vec![0u8; nelems * size];
     p.run(
         call,

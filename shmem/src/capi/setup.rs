@@ -127,6 +127,11 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
 /// same offset); ends with a barrier, as OpenSHMEM's allocation calls do.
 fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
     let p = pe(call);
+    // OpenSHMEM: a size of 0 does nothing and returns NULL (on every PE,
+    // since the call is collective).
+    if size == 0 {
+        return std::ptr::null_mut();
+    }
     let got = p.heap().alloc(size as u64, align as u64);
     let ptr = match got {
         Ok(off) => (p.heap_base() + off as usize) as *mut c_void,
