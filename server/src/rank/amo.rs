@@ -115,7 +115,6 @@ impl Rank {
         cell: CellOp,
     ) -> Result<OpHandle<i64>> {
         let op = cell.kind();
-        let w = self.window_for(op, peer, win)?;
         if let CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) = cell
             && b == BitOp::Unspecified
         {
@@ -123,32 +122,14 @@ impl Rank {
                 value: b as i32,
             }));
         }
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| crate::window::check_fits(op, dtype, cell.value()))
-            .map_err(self.refused(op, peer))?;
-        match self.target(peer).await? {
-            Target::Local => {
-                let kind = op.access().unwrap_or(AccessKind::Atomic);
-                let apply = || w.cell_op(offset, dtype, cell);
-                let r = self.local_atomic(op, win, offset, dtype, kind, apply);
-                // As the target's ack would: no value for set and the
-                // non-fetching bitwise ops.
-                let r = match op.reply() {
-                    ReplyShape::Value => r,
-                    ReplyShape::Ack | ReplyShape::Data => r.map(|_| 0),
-                };
-                self.local_op(op, peer, r)
-            }
-            Target::Remote(link) => {
-                let body = cell.body(win.0, offset, dtype);
-                match op.reply() {
-                    ReplyShape::Value => self.single(&link, op, body, handle::value).await,
-                    ReplyShape::Ack | ReplyShape::Data => {
-                        self.single(&link, op, body, handle::acked_zero).await
-                    }
-                }
-            }
-        }
+        let at = super::atomic::CellAt::new(op, peer, win, offset, dtype);
+        let kind = op.access().unwrap_or(AccessKind::Atomic);
+        let body = cell.body(win.0, offset, dtype);
+        let apply = |w: &crate::window::Window| w.cell_op(offset, dtype, cell);
+        // Set and the non-fetching bitwise ops answer with an ack, no value.
+        let acked = !matches!(op.reply(), ReplyShape::Value);
+        self.single_cell(at, &[cell.value()], kind, body, apply, acked)
+            .await
     }
 
     /// Writes `data` at `offset` of `peer`'s window `win`, then applies

@@ -170,25 +170,16 @@ impl Rank {
         dtype: Dtype,
         value: i64,
     ) -> Result<OpHandle<i64>> {
-        let op = OpKind::FetchAdd;
-        let w = self.window_for(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, value))
-            .map_err(self.refused(op, peer))?;
+        let at = CellAt::new(OpKind::FetchAdd, peer, win, offset, dtype);
         let body = Body::FetchAdd(PeerFetchAdd {
             window: win.0,
             offset,
             dtype: dtype as i32,
             value,
         });
-        match self.target(peer).await? {
-            Target::Local => {
-                let apply = || w.fetch_add(offset, dtype, value);
-                let r = self.local_atomic(op, win, offset, dtype, AccessKind::FetchAdd, apply);
-                self.local_op(op, peer, r)
-            }
-            Target::Remote(link) => self.single(&link, op, body, handle::value).await,
-        }
+        let apply = |w: &Window| w.fetch_add(offset, dtype, value);
+        self.single_cell(at, &[value], AccessKind::FetchAdd, body, apply, false)
+            .await
     }
 
     /// Atomically replaces the int32/int64 cell at `offset` by `desired` if
@@ -219,12 +210,7 @@ impl Rank {
         expected: i64,
         desired: i64,
     ) -> Result<OpHandle<i64>> {
-        let op = OpKind::CompareSwap;
-        let w = self.window_for(op, peer, win)?;
-        w.check_cell(op, offset, dtype)
-            .and_then(|_| check_fits(op, dtype, expected))
-            .and_then(|_| check_fits(op, dtype, desired))
-            .map_err(self.refused(op, peer))?;
+        let at = CellAt::new(OpKind::CompareSwap, peer, win, offset, dtype);
         let body = Body::CompareSwap(PeerCompareSwap {
             window: win.0,
             offset,
@@ -232,13 +218,65 @@ impl Rank {
             expected,
             desired,
         });
+        let apply = |w: &Window| w.compare_swap(offset, dtype, expected, desired);
+        let values = [expected, desired];
+        self.single_cell(at, &values, AccessKind::CompareSwap, body, apply, false)
+            .await
+    }
+
+    /// What every single-cell atomic (fetch_add, compare_swap, the cell
+    /// ops) does: check the cell and the values for it, then apply it here
+    /// (through checked mode) or send `body` to the peer. `acked`: the
+    /// target answers with an ack, and the handle resolves with 0.
+    pub(super) async fn single_cell(
+        &self,
+        at: CellAt,
+        values: &[i64],
+        kind: AccessKind,
+        body: Body,
+        apply: impl FnOnce(&Window) -> std::result::Result<i64, AccessError>,
+        acked: bool,
+    ) -> Result<OpHandle<i64>> {
+        let CellAt {
+            op,
+            peer,
+            win,
+            offset,
+            dtype,
+        } = at;
+        let w = self.window_for(op, peer, win)?;
+        w.check_cell(op, offset, dtype)
+            .and_then(|_| values.iter().try_for_each(|v| check_fits(op, dtype, *v)))
+            .map_err(self.refused(op, peer))?;
         match self.target(peer).await? {
             Target::Local => {
-                let apply = || w.compare_swap(offset, dtype, expected, desired);
-                let r = self.local_atomic(op, win, offset, dtype, AccessKind::CompareSwap, apply);
-                self.local_op(op, peer, r)
+                let r = self.local_atomic(op, win, offset, dtype, kind, || apply(w));
+                self.local_op(op, peer, r.map(|v| if acked { 0 } else { v }))
             }
+            Target::Remote(link) if acked => self.single(&link, op, body, handle::acked_zero).await,
             Target::Remote(link) => self.single(&link, op, body, handle::value).await,
+        }
+    }
+}
+
+/// The cell a single-cell atomic targets, and the op.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CellAt {
+    op: OpKind,
+    peer: u32,
+    win: WindowId,
+    offset: u64,
+    dtype: Dtype,
+}
+
+impl CellAt {
+    pub(super) fn new(op: OpKind, peer: u32, win: WindowId, offset: u64, dtype: Dtype) -> CellAt {
+        CellAt {
+            op,
+            peer,
+            win,
+            offset,
+            dtype,
         }
     }
 }

@@ -121,46 +121,31 @@ pub(super) unsafe fn compare_swap(p: *mut u8, dtype: Dtype, expected: i64, desir
 /// # Safety
 /// As for [`fetch_add`].
 pub(super) unsafe fn cell_op(p: *mut u8, dtype: Dtype, op: CellOp) -> i64 {
-    let v = op.value();
-    // SAFETY: the caller's contract.
-    unsafe {
-        match dtype {
-            Dtype::Int32 => {
-                let cell = AtomicI32::from_ptr(p.cast());
-                let v = v as i32;
-                (match op {
-                    CellOp::Fetch => cell.load(Acquire),
-                    CellOp::Swap(_) => cell.swap(v, AcqRel),
-                    CellOp::Set(_) => {
-                        cell.store(v, Release);
-                        0
-                    }
-                    CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) => match b {
-                        BitOp::And => cell.fetch_and(v, AcqRel),
-                        BitOp::Or => cell.fetch_or(v, AcqRel),
-                        BitOp::Xor => cell.fetch_xor(v, AcqRel),
-                        BitOp::Unspecified => cell.load(Acquire),
-                    },
-                }) as i64
-            }
-            _ => {
-                let cell = AtomicI64::from_ptr(p.cast());
-                match op {
-                    CellOp::Fetch => cell.load(Acquire),
-                    CellOp::Swap(_) => cell.swap(v, AcqRel),
-                    CellOp::Set(_) => {
-                        cell.store(v, Release);
-                        0
-                    }
-                    CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) => match b {
-                        BitOp::And => cell.fetch_and(v, AcqRel),
-                        BitOp::Or => cell.fetch_or(v, AcqRel),
-                        BitOp::Xor => cell.fetch_xor(v, AcqRel),
-                        BitOp::Unspecified => cell.load(Acquire),
-                    },
+    // One body for both widths: the value is truncated to the cell's.
+    macro_rules! apply {
+        ($atomic:ty, $int:ty) => {{
+            // SAFETY: the caller's contract.
+            let cell = unsafe { <$atomic>::from_ptr(p.cast()) };
+            let v = op.value() as $int;
+            (match op {
+                CellOp::Fetch => cell.load(Acquire),
+                CellOp::Swap(_) => cell.swap(v, AcqRel),
+                CellOp::Set(_) => {
+                    cell.store(v, Release);
+                    0
                 }
-            }
-        }
+                CellOp::Bitwise(b, _) | CellOp::FetchBitwise(b, _) => match b {
+                    BitOp::And => cell.fetch_and(v, AcqRel),
+                    BitOp::Or => cell.fetch_or(v, AcqRel),
+                    BitOp::Xor => cell.fetch_xor(v, AcqRel),
+                    BitOp::Unspecified => cell.load(Acquire),
+                },
+            }) as i64
+        }};
+    }
+    match dtype {
+        Dtype::Int32 => apply!(AtomicI32, i32),
+        _ => apply!(AtomicI64, i64),
     }
 }
 

@@ -296,9 +296,8 @@ pub unsafe fn test_set<T: Watch>(
     values: Values<T>,
     want: Want,
 ) -> usize {
-    let p = pe(call);
+    pe(call);
     check_cmp(call, cmp);
-    let _ = p;
     let taken = vec![false; nelems];
     // SAFETY: the caller's contract.
     let (hits, done) = unsafe { scan(ivars, nelems, status, cmp, values, want, &taken) };
