@@ -8,7 +8,7 @@ use half::{bf16, f16};
 /// Arithmetic goes through `f64` and rounds back to the type (to nearest
 /// even for fp16/bf16, wrapping for integers), which is exact for every
 /// integer type but int64 beyond 2^53.
-pub trait Scalar: Element + PartialOrd + Default {
+pub trait Scalar: Element + crate::collective::Plain + PartialOrd + Default {
     /// The value as `f64` (exact for every type but int64 beyond 2^53).
     fn to_f64(self) -> f64;
     /// The nearest value of this type.

@@ -352,6 +352,13 @@ impl Config {
     /// the same host as this rank's entry, and, where that is a loopback
     /// host, every loopback host.
     pub fn ranks_on_this_host(&self) -> usize {
+        self.ranks_here().len()
+    }
+
+    /// The ranks whose peer address names this rank's host (loopback
+    /// addresses are all one host), this rank included, in rank order:
+    /// OpenSHMEM's `SHMEM_TEAM_SHARED`.
+    pub fn ranks_here(&self) -> Vec<u32> {
         let host = |s: &str| split_host_port(s).map(|(h, _)| h.to_ascii_lowercase());
         let loopback = |h: &str| {
             h == "localhost"
@@ -359,16 +366,12 @@ impl Config {
                     .is_ok_and(|ip| ip.is_loopback())
         };
         let Some(mine) = self.peers.get(self.rank as usize).and_then(|p| host(p)) else {
-            return 1;
+            return vec![self.rank];
         };
         let here = |h: &str| h == mine || (loopback(&mine) && loopback(h));
-        let others = self
-            .peers
-            .iter()
-            .enumerate()
-            .filter(|(r, p)| *r != self.rank as usize && host(p).is_some_and(|h| here(&h)))
-            .count();
-        others + 1
+        (0..self.peers.len() as u32)
+            .filter(|r| *r == self.rank || host(&self.peers[*r as usize]).is_some_and(|h| here(&h)))
+            .collect()
     }
 }
 

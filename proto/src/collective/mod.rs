@@ -8,10 +8,11 @@
 //! scratch can be reused by the next one.
 
 mod agree;
+mod group;
 pub use agree::{Call, CallKind, disagreement};
+pub use group::{Group, Plain, decode, encode};
 
-use crate::dtype::{from_bytes, to_bytes};
-use crate::{ReduceOp, Rma, Scalar};
+use crate::{ReduceOp, Scalar};
 
 /// How allreduce moves data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,15 +88,19 @@ impl<E: std::error::Error + crate::rma::Reason + 'static> crate::rma::Reason for
     }
 }
 
-type Res<T, R> = Result<T, Error<<R as Rma>::Error>>;
+type Res<T, R> = Result<T, Error<<R as Group>::Error>>;
 
 /// The bounds of chunk `c` of `n` elements split into `p` chunks.
 fn chunk(n: usize, p: usize, c: usize) -> std::ops::Range<usize> {
     (c * n / p)..((c + 1) * n / p)
 }
 
-fn need<R: Rma, T: Scalar>(s: &Scratch<R::Window>, call: &'static str, elems: usize) -> Res<(), R> {
-    needs(call, elems * T::DTYPE.size(), s.bytes)
+fn need<R: Group, T: Plain>(
+    s: &Scratch<R::Window>,
+    call: &'static str,
+    elems: usize,
+) -> Res<(), R> {
+    needs(call, elems * T::SIZE, s.bytes)
 }
 
 /// Checks `call` against `nranks` ranks and `scratch` bytes of scratch —
@@ -171,7 +176,7 @@ fn needs<E: std::error::Error + 'static>(
 
 /// [`check`] for a typed call of `kind` on `n` elements: the scratch
 /// elements it needs.
-fn check_typed<R: Rma, T: Scalar>(
+fn check_typed<R: Group, T: Plain>(
     s: &Scratch<R::Window>,
     r: &R,
     (kind, algo, root): (CallKind, Option<Algo>, Option<u32>),
@@ -179,11 +184,11 @@ fn check_typed<R: Rma, T: Scalar>(
 ) -> Res<usize, R> {
     let p = r.nranks() as usize;
     let (name, elems) = scratch_elems(kind, algo, root, p, n)?;
-    needs(name, elems * T::DTYPE.size(), s.bytes)?;
+    needs(name, elems * T::SIZE, s.bytes)?;
     Ok(elems)
 }
 
-async fn put<R: Rma, T: Scalar>(
+async fn put<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     peer: u32,
@@ -193,13 +198,13 @@ async fn put<R: Rma, T: Scalar>(
     if data.is_empty() {
         return Ok(());
     }
-    let off = s.base + (at * T::DTYPE.size()) as u64;
-    r.put(peer, s.window, off, &to_bytes(data))
+    let off = s.base + (at * T::SIZE) as u64;
+    r.put(peer, s.window, off, &encode(data))
         .await
         .map_err(Error::Rma)
 }
 
-async fn read<R: Rma, T: Scalar>(
+async fn read<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     at: usize,
@@ -208,7 +213,7 @@ async fn read<R: Rma, T: Scalar>(
     if len == 0 {
         return Ok(Vec::new());
     }
-    let size = T::DTYPE.size();
+    let size = T::SIZE;
     let bytes = r
         .get(
             r.rank(),
@@ -218,32 +223,45 @@ async fn read<R: Rma, T: Scalar>(
         )
         .await
         .map_err(Error::Rma)?;
-    Ok(from_bytes(&bytes))
+    Ok(decode(&bytes))
 }
 
-async fn sync<R: Rma>(r: &R) -> Res<(), R> {
+async fn sync<R: Group>(r: &R) -> Res<(), R> {
     r.barrier().await.map_err(Error::Rma)
 }
 
 /// Every rank ends with the elementwise `op` of every rank's `x`.
-pub async fn allreduce<R: Rma, T: Scalar>(
+pub async fn allreduce<R: Group, T: Scalar>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
     op: ReduceOp,
     algo: Algo,
 ) -> Res<Vec<T>, R> {
-    match algo {
-        Algo::Mesh => allreduce_mesh(r, s, x, op).await,
-        Algo::Ring => allreduce_ring(r, s, x, op).await,
-    }
+    allreduce_by(r, s, x, &|a, b| op.apply(a, b), algo).await
 }
 
-async fn allreduce_mesh<R: Rma, T: Scalar>(
+/// [`allreduce`] with any associative, commutative `combine` — for
+/// element types and reductions pld has no [`ReduceOp`] for (OpenSHMEM's
+/// unsigned and bitwise reductions, C's `long double`).
+pub async fn allreduce_by<R: Group, T: Plain, F: Fn(T, T) -> T + Sync>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
-    op: ReduceOp,
+    combine: &F,
+    algo: Algo,
+) -> Res<Vec<T>, R> {
+    match algo {
+        Algo::Mesh => allreduce_mesh(r, s, x, combine).await,
+        Algo::Ring => allreduce_ring(r, s, x, combine).await,
+    }
+}
+
+async fn allreduce_mesh<R: Group, T: Plain, F: Fn(T, T) -> T + Sync>(
+    r: &R,
+    s: &Scratch<R::Window>,
+    x: &[T],
+    combine: &F,
 ) -> Res<Vec<T>, R> {
     let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
     check_typed::<R, T>(s, r, (CallKind::AllReduce, Some(Algo::Mesh), None), n)?;
@@ -254,15 +272,15 @@ async fn allreduce_mesh<R: Rma, T: Scalar>(
     let all: Vec<T> = read(r, s, 0, p * n).await?;
     sync(r).await?;
     Ok((0..n)
-        .map(|i| (1..p).fold(all[i], |a, k| op.apply(a, all[k * n + i])))
+        .map(|i| (1..p).fold(all[i], |a, k| combine(a, all[k * n + i])))
         .collect())
 }
 
-async fn allreduce_ring<R: Rma, T: Scalar>(
+async fn allreduce_ring<R: Group, T: Plain, F: Fn(T, T) -> T + Sync>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
-    op: ReduceOp,
+    combine: &F,
 ) -> Res<Vec<T>, R> {
     let (p, me, n) = (r.nranks() as usize, r.rank() as usize, x.len());
     check_typed::<R, T>(s, r, (CallKind::AllReduce, Some(Algo::Ring), None), n)?;
@@ -279,7 +297,7 @@ async fn allreduce_ring<R: Rma, T: Scalar>(
         let recv = chunk(n, p, (me + 2 * p - k - 1) % p);
         let got: Vec<T> = read(r, s, recv.start, recv.len()).await?;
         for (v, g) in acc[recv].iter_mut().zip(got) {
-            *v = op.apply(g, *v);
+            *v = combine(g, *v);
         }
     }
     // Allgather: pass the reduced chunks around the ring.
@@ -296,7 +314,7 @@ async fn allreduce_ring<R: Rma, T: Scalar>(
 }
 
 /// Every rank ends with `root`'s `x` (the others' `x` gives the length).
-pub async fn broadcast<R: Rma, T: Scalar>(
+pub async fn broadcast<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
@@ -316,7 +334,7 @@ pub async fn broadcast<R: Rma, T: Scalar>(
 }
 
 /// Every rank ends with every rank's `x`, concatenated by rank.
-pub async fn allgather<R: Rma, T: Scalar>(
+pub async fn allgather<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
@@ -343,7 +361,7 @@ fn blocks(call: &'static str, len: usize, p: usize) -> Result<usize, String> {
 
 /// `x` holds P equal blocks; rank r ends with block r of the elementwise
 /// `op` of every rank's `x`.
-pub async fn reduce_scatter<R: Rma, T: Scalar>(
+pub async fn reduce_scatter<R: Group, T: Scalar>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
@@ -364,7 +382,7 @@ pub async fn reduce_scatter<R: Rma, T: Scalar>(
 
 /// `x` holds P equal blocks; block j goes to rank j, and each rank ends
 /// with the blocks every rank sent it, by sender.
-pub async fn all_to_all<R: Rma, T: Scalar>(
+pub async fn all_to_all<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     x: &[T],
@@ -382,7 +400,7 @@ pub async fn all_to_all<R: Rma, T: Scalar>(
 
 /// `send[j]` (any length) goes to rank j; returns what each rank sent this
 /// one, by sender. The lengths are exchanged first ([`all_to_all_v_counts`]).
-pub async fn all_to_all_v<R: Rma, T: Scalar>(
+pub async fn all_to_all_v<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     send: &[Vec<T>],
@@ -393,7 +411,7 @@ pub async fn all_to_all_v<R: Rma, T: Scalar>(
 
 /// The first round of [`all_to_all_v`]: every rank learns every length,
 /// as a P × P matrix (row: sender, column: receiver) gathered from all.
-pub async fn all_to_all_v_counts<R: Rma, T: Scalar>(
+pub async fn all_to_all_v_counts<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     send: &[Vec<T>],
@@ -425,7 +443,7 @@ pub fn all_to_all_v_largest(m: &[i64], p: usize) -> usize {
 /// The second round of [`all_to_all_v`], with the length matrix of
 /// [`all_to_all_v_counts`]: rank r receives from each sender after every
 /// earlier sender's part.
-pub async fn all_to_all_v_with<R: Rma, T: Scalar>(
+pub async fn all_to_all_v_with<R: Group, T: Plain>(
     r: &R,
     s: &Scratch<R::Window>,
     send: &[Vec<T>],
