@@ -3,6 +3,8 @@
 //! `include/shmem.h`, so that a type is listed once: in the header, which
 //! declares them from the same tables.
 
+#[path = "build/coll.rs"]
+mod coll;
 #[path = "build/sync.rs"]
 mod sync;
 
@@ -351,7 +353,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         amo(&mut out, &n, rust(&c), &bit_ops);
     }
     sync::p2p(&mut out, both("P2P_BASE_TYPES", "P2P_ALIAS_TYPES"));
-    sync::reduce(&mut out, get("REDUCE_TYPES"));
+    coll::all(
+        &mut out,
+        both("RMA_BASE_TYPES", "RMA_ALIAS_TYPES"),
+        get("REDUCE_BIT_TYPES"),
+        get("REDUCE_ARITH_TYPES"),
+        get("TO_ALL_BIT_TYPES"),
+        get("TO_ALL_ARITH_TYPES"),
+    );
     let dir = std::env::var("OUT_DIR")?;
     std::fs::write(format!("{dir}/typed.rs"), out)?;
     Ok(())

@@ -1,6 +1,5 @@
 //! The generated entry points of point-to-point synchronization
-//! (`wait_until`, `test` and their set forms) and of the 1.3 reductions:
-//! part of `build.rs`, in its own file to keep each under 500 lines.
+//! (`wait_until`, `test` and their set forms): part of `build.rs`, in its own file to keep each under 500 lines.
 
 use super::{func, rust};
 
@@ -136,32 +135,6 @@ pub fn p2p(out: &mut String, types: Vec<(String, String)>) {
         ];
         for (op, args, ret, call) in rows {
             func(out, &format!("{s}_{op}"), &args, ret, &call);
-        }
-    }
-}
-
-/// `shmem_T_{sum,max,min}_to_all`.
-pub fn reduce(out: &mut String, types: Vec<(String, String)>) {
-    for (c, n) in types {
-        let r = rust(&c);
-        for op in ["sum", "max", "min"] {
-            let sym = format!("shmem_{n}_{op}_to_all");
-            func(
-                out,
-                &sym,
-                &format!(
-                    "dest: *mut {r}, source: *const {r}, nreduce: i32, pe_start: i32, log_pe_stride: i32, pe_size: i32, _pwrk: *mut {r}, _psync: *mut i64"
-                ),
-                "",
-                &format!(
-                    "crate::capi::reduce::to_all::<{r}>(\"{sym}\", dest, source, nreduce, crate::capi::reduce::Op::{}, (pe_start, log_pe_stride, pe_size))",
-                    match op {
-                        "sum" => "Sum",
-                        "max" => "Max",
-                        _ => "Min",
-                    }
-                ),
-            );
         }
     }
 }

@@ -54,23 +54,37 @@ extern "C" {
 #define SHMEM_SIGNAL_SET 0
 #define SHMEM_SIGNAL_ADD 1
 
-/* The active-set collectives' work arrays (sizes in longs / elements). */
+/* The active-set collectives' work arrays (sizes in longs / elements). A
+ * pSync array holds the cells of pld's dissemination barrier over the set
+ * (two epoch parities of up to 32 rounds) and one count cell. */
 #define SHMEM_SYNC_VALUE (-1L)
 #define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
-#define SHMEM_BARRIER_SYNC_SIZE 4
-#define SHMEM_BCAST_SYNC_SIZE 4
-#define SHMEM_COLLECT_SYNC_SIZE 4
-#define SHMEM_REDUCE_SYNC_SIZE 4
-#define SHMEM_ALLTOALL_SYNC_SIZE 4
-#define SHMEM_ALLTOALLS_SYNC_SIZE 4
-#define SHMEM_SYNC_SIZE 4
+#define SHMEM_BARRIER_SYNC_SIZE 72
+#define SHMEM_BCAST_SYNC_SIZE 72
+#define SHMEM_COLLECT_SYNC_SIZE 72
+#define SHMEM_REDUCE_SYNC_SIZE 72
+#define SHMEM_ALLTOALL_SYNC_SIZE 72
+#define SHMEM_ALLTOALLS_SYNC_SIZE 72
+#define SHMEM_SYNC_SIZE 72
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
 #define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
 #define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
 #define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
 #define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
 #define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_ALLTOALLS_SYNC_SIZE
+#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE
 #define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+/* Teams. A handle is a small number; SHMEM_TEAM_INVALID is none. */
+typedef struct pld_shmem_team *shmem_team_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_TEAM_WORLD ((shmem_team_t)1)
+#define SHMEM_TEAM_SHARED ((shmem_team_t)2)
+typedef struct {
+  int num_contexts;
+} shmem_team_config_t;
+#define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
 
 /* Memory hints of shmem_malloc_with_hints (accepted, not acted on). */
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1
@@ -161,6 +175,32 @@ extern "C" {
   X(uint64_t, uint64) \
   X(size_t, size) \
   X(ptrdiff_t, ptrdiff)
+
+/* The 1.5 team reductions: and / or / xor ... */
+#define PLD_SHMEM_REDUCE_BIT_TYPES(X) \
+  X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint) \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) \
+  X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) \
+  X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) \
+  X(size_t, size)
+
+/* ... and max / min / sum / prod (long double and the complex types are
+ * defined inline below). */
+#define PLD_SHMEM_REDUCE_ARITH_TYPES(X) \
+  X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long) \
+  X(long long, longlong) X(ptrdiff_t, ptrdiff) \
+  X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint) \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) \
+  X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) \
+  X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) \
+  X(size_t, size) X(float, float) X(double, double)
+
+/* The 1.4 active-set reductions (shmem_TYPE_OP_to_all). */
+#define PLD_SHMEM_TO_ALL_BIT_TYPES(X) \
+  X(short, short) X(int, int) X(long, long) X(long long, longlong)
+#define PLD_SHMEM_TO_ALL_ARITH_TYPES(X) \
+  X(short, short) X(int, int) X(long, long) X(long long, longlong) \
+  X(float, float) X(double, double)
 
 /* The sized RMA routines: X(BITS). */
 #define PLD_SHMEM_SIZES(X) X(8) X(16) X(32) X(64) X(128)
@@ -318,16 +358,101 @@ void shmem_sync_all(void);
 /* The active-set barrier: PEs PE_start, PE_start + 2^logPE_stride, ... */
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
 
-/* Active-set reductions of the 1.3 API, as the OSU benchmarks call them. */
-#define PLD_DECL_REDUCE(T, N) \
-  void shmem_##N##_sum_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+
+/* ---- Teams -------------------------------------------------------------- */
+
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size, const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config, long yaxis_mask, shmem_team_t *yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+int shmem_team_sync(shmem_team_t team);
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
+
+/* ---- Collectives ---------------------------------------------------------- */
+
+#define PLD_DECL_COLL(T, N) \
+  int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root); \
+  int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source, size_t nelems); \
+  int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems); \
+  int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems); \
+  int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+PLD_SHMEM_RMA_BASE_TYPES(PLD_DECL_COLL)
+PLD_SHMEM_RMA_ALIAS_TYPES(PLD_DECL_COLL)
+#undef PLD_DECL_COLL
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+
+#define PLD_DECL_ACTIVE(B) \
+  void shmem_broadcast##B(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync); \
+  void shmem_collect##B(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync); \
+  void shmem_fcollect##B(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync); \
+  void shmem_alltoall##B(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync); \
+  void shmem_alltoalls##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+PLD_DECL_ACTIVE(32)
+PLD_DECL_ACTIVE(64)
+#undef PLD_DECL_ACTIVE
+
+#define PLD_DECL_REDUCE_BIT(T, N) \
+  int shmem_##N##_and_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce); \
+  int shmem_##N##_or_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce); \
+  int shmem_##N##_xor_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+#define PLD_DECL_REDUCE_ARITH(T, N) \
+  int shmem_##N##_max_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce); \
+  int shmem_##N##_min_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce); \
+  int shmem_##N##_sum_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce); \
+  int shmem_##N##_prod_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+#define PLD_DECL_TO_ALL_BIT(T, N) \
+  void shmem_##N##_and_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_or_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_xor_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync);
+#define PLD_DECL_TO_ALL_ARITH(T, N) \
   void shmem_##N##_max_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
-  void shmem_##N##_min_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync);
-#define PLD_SHMEM_REDUCE_TYPES(X) \
-  X(short, short) X(int, int) X(long, long) X(long long, longlong) \
-  X(float, float) X(double, double)
-PLD_SHMEM_REDUCE_TYPES(PLD_DECL_REDUCE)
-#undef PLD_DECL_REDUCE
+  void shmem_##N##_min_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_sum_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync); \
+  void shmem_##N##_prod_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync);
+PLD_SHMEM_REDUCE_BIT_TYPES(PLD_DECL_REDUCE_BIT)
+PLD_SHMEM_REDUCE_ARITH_TYPES(PLD_DECL_REDUCE_ARITH)
+PLD_SHMEM_TO_ALL_BIT_TYPES(PLD_DECL_TO_ALL_BIT)
+PLD_SHMEM_TO_ALL_ARITH_TYPES(PLD_DECL_TO_ALL_ARITH)
+#undef PLD_DECL_REDUCE_BIT
+#undef PLD_DECL_REDUCE_ARITH
+#undef PLD_DECL_TO_ALL_BIT
+#undef PLD_DECL_TO_ALL_ARITH
+
+/* The reductions of long double and the complex types, which Rust has no
+ * arithmetic for: the library moves their bytes (pld_shmem_reduce), and
+ * these combine two elements in C. */
+int pld_shmem_reduce(const char *call, shmem_team_t team, void *dest, const void *source, size_t nreduce, size_t size, void (*combine)(void *acc, const void *x), int PE_start, int logPE_stride, int PE_size, long *pSync);
+#define PLD_C_COMBINE(N, T, OP, EXPR) \
+  static inline void pld_combine_##N##_##OP(void *acc, const void *other) { \
+    T x = *(T *)acc, y = *(const T *)other; \
+    *(T *)acc = (EXPR); \
+  } \
+  static inline int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) { \
+    return pld_shmem_reduce("shmem_" #N "_" #OP "_reduce", team, dest, source, nreduce, sizeof(T), pld_combine_##N##_##OP, 0, 0, 0, 0); \
+  } \
+  static inline void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int PE_start, int logPE_stride, int PE_size, T *pWrk, long *pSync) { \
+    (void)pWrk; \
+    pld_shmem_reduce("shmem_" #N "_" #OP "_to_all", SHMEM_TEAM_INVALID, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(T), pld_combine_##N##_##OP, PE_start, logPE_stride, PE_size, pSync); \
+  }
+PLD_C_COMBINE(longdouble, long double, sum, x + y)
+PLD_C_COMBINE(longdouble, long double, prod, x * y)
+PLD_C_COMBINE(longdouble, long double, max, x > y ? x : y)
+PLD_C_COMBINE(longdouble, long double, min, x < y ? x : y)
+#ifndef __cplusplus
+PLD_C_COMBINE(complexf, float _Complex, sum, x + y)
+PLD_C_COMBINE(complexf, float _Complex, prod, x * y)
+PLD_C_COMBINE(complexd, double _Complex, sum, x + y)
+PLD_C_COMBINE(complexd, double _Complex, prod, x * y)
+#endif
+#undef PLD_C_COMBINE
 
 /* ---- The 1.3-era names existing programs still use ---------------------- */
 
@@ -420,6 +545,26 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_SEL_test_any_vector(T, N) T: shmem_##N##_test_any_vector,
 #define PLD_SEL_test_some_vector(T, N) T: shmem_##N##_test_some_vector,
 
+#define PLD_SEL_broadcast(T, N) T: shmem_##N##_broadcast,
+#define PLD_SEL_collect(T, N) T: shmem_##N##_collect,
+#define PLD_SEL_fcollect(T, N) T: shmem_##N##_fcollect,
+#define PLD_SEL_alltoall(T, N) T: shmem_##N##_alltoall,
+#define PLD_SEL_alltoalls(T, N) T: shmem_##N##_alltoalls,
+#define PLD_SEL_and_reduce(T, N) T: shmem_##N##_and_reduce,
+#define PLD_SEL_or_reduce(T, N) T: shmem_##N##_or_reduce,
+#define PLD_SEL_xor_reduce(T, N) T: shmem_##N##_xor_reduce,
+#define PLD_SEL_max_reduce(T, N) T: shmem_##N##_max_reduce,
+#define PLD_SEL_min_reduce(T, N) T: shmem_##N##_min_reduce,
+#define PLD_SEL_sum_reduce(T, N) T: shmem_##N##_sum_reduce,
+#define PLD_SEL_prod_reduce(T, N) T: shmem_##N##_prod_reduce,
+#define PLD_SHMEM_REDUCE_BIT_BASE_TYPES(X) \
+  X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint) \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong)
+#define PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(X) \
+  X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long) \
+  X(long long, longlong) PLD_SHMEM_REDUCE_BIT_BASE_TYPES(X) \
+  X(float, float) X(double, double) X(long double, longdouble)
+
 #define PLD_RMA_SEL(op, x) _Generic((x), PLD_SHMEM_RMA_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_AMO_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_EXT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) PLD_SHMEM_AMO_EXT_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
@@ -436,6 +581,21 @@ void pld_shmem_generic_bad_type(void);
 #define shmem_g(source, pe) PLD_RMA_SEL(g, *(source))(source, pe)
 #define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal_nbi, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+
+#define shmem_broadcast(team, dest, source, nelems, root) PLD_RMA_SEL(broadcast, *(dest))(team, dest, source, nelems, root)
+#define shmem_collect(team, dest, source, nelems) PLD_RMA_SEL(collect, *(dest))(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) PLD_RMA_SEL(fcollect, *(dest))(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) PLD_RMA_SEL(alltoall, *(dest))(team, dest, source, nelems)
+#define shmem_alltoalls(team, dest, source, dst, sst, nelems) PLD_RMA_SEL(alltoalls, *(dest))(team, dest, source, dst, sst, nelems)
+#define PLD_RBIT_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_RARITH_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define shmem_and_reduce(team, dest, source, n) PLD_RBIT_SEL(and_reduce, *(dest))(team, dest, source, n)
+#define shmem_or_reduce(team, dest, source, n) PLD_RBIT_SEL(or_reduce, *(dest))(team, dest, source, n)
+#define shmem_xor_reduce(team, dest, source, n) PLD_RBIT_SEL(xor_reduce, *(dest))(team, dest, source, n)
+#define shmem_max_reduce(team, dest, source, n) PLD_RARITH_SEL(max_reduce, *(dest))(team, dest, source, n)
+#define shmem_min_reduce(team, dest, source, n) PLD_RARITH_SEL(min_reduce, *(dest))(team, dest, source, n)
+#define shmem_sum_reduce(team, dest, source, n) PLD_RARITH_SEL(sum_reduce, *(dest))(team, dest, source, n)
+#define shmem_prod_reduce(team, dest, source, n) PLD_RARITH_SEL(prod_reduce, *(dest))(team, dest, source, n)
 
 #define shmem_atomic_fetch(source, pe) PLD_EXT_SEL(fetch, *(source))(source, pe)
 #define shmem_atomic_set(dest, value, pe) PLD_EXT_SEL(set, *(dest))(dest, value, pe)

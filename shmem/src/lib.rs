@@ -24,3 +24,4 @@ mod names;
 mod pe;
 pub mod segment;
 pub mod symbols;
+mod team;

@@ -6,6 +6,7 @@
 use crate::addr::{NotSymmetric, Space, Spaces};
 use crate::env::{Auth, Settings};
 use crate::heap::Heap;
+use crate::team::sync::SyncArea;
 use pld_server::{Config, ForeignMemory, Rank, Security, WindowId};
 use std::io::Write;
 use std::ptr::NonNull;
@@ -18,7 +19,8 @@ pub const HEAP_WINDOW: &str = "shmem.heap";
 /// The data segment window's name.
 pub const DATA_WINDOW: &str = "shmem.data";
 /// Bytes at the start of the heap window the library keeps for itself
-/// (the active-set barrier's cells); programs' allocations start after.
+/// (the teams' sync cells, `team::SLOTS` slots); programs' allocations
+/// start after.
 pub const RESERVED: u64 = 64 << 10;
 
 /// A fetching op whose value lands in the program's memory at the next
@@ -47,8 +49,12 @@ pub(crate) struct Pe {
     sync_timeout: Duration,
     control: Option<i32>,
     finalized: AtomicBool,
-    /// Per active set, the barriers it has run (their epoch).
-    active_sets: Mutex<std::collections::HashMap<(i32, i32, i32), u64>>,
+    /// The teams this PE belongs to.
+    teams: crate::team::Registry,
+    /// The PEs on this host: `SHMEM_TEAM_SHARED`.
+    shared: Vec<u32>,
+    /// Per active set and `pSync` array, its barrier.
+    active_sets: Mutex<std::collections::HashMap<ActiveSet, Arc<SyncArea>>>,
     /// What the executable's link-time addresses are offset by.
     load_base: usize,
     /// The executable's data symbols, read when a message first needs one.
@@ -56,6 +62,9 @@ pub(crate) struct Pe {
 }
 
 static PE: OnceLock<Pe> = OnceLock::new();
+
+/// An active set of the 1.4 collectives, with its `pSync` array's address.
+pub(crate) type ActiveSet = (usize, i32, i32, i32);
 
 /// Set once a fatal error is on its way out: the exit handler then only
 /// closes the links (no quiet that could wait on what failed).
@@ -94,6 +103,8 @@ pub(crate) fn init() -> &'static Pe {
         Err(e) => fatal(format!("shmem_init: {e:#}")),
     };
     let _ = PE.set(started);
+    let p = pe("shmem_init");
+    *p.teams() = crate::team::Teams::start(p, p.shared.clone());
     // SAFETY: registers a plain `extern "C" fn()`.
     unsafe { libc::atexit(at_exit) };
     pe("shmem_init")
@@ -150,6 +161,7 @@ fn start() -> anyhow::Result<Pe> {
     config.checked = s.checked;
     config.progress = s.progress;
     config.cluster_id = s.cluster_id.clone();
+    let shared = config.ranks_here();
     let data = crate::segment::data_segment();
     let load_base = data.as_ref().map_or(0, |(_, b)| *b);
     let data = data.map(|(d, _)| d);
@@ -193,6 +205,8 @@ fn start() -> anyhow::Result<Pe> {
         sync_timeout: s.sync_timeout,
         control: s.control,
         finalized: AtomicBool::new(false),
+        teams: Mutex::default(),
+        shared,
         active_sets: Mutex::default(),
         load_base,
         symbols: OnceLock::new(),
@@ -327,12 +341,25 @@ impl Pe {
         }
     }
 
-    /// The next epoch of the active set's barrier.
-    pub(crate) fn next_epoch(&self, set: (i32, i32, i32)) -> u64 {
+    /// The barrier of an active set over its `pSync` cells, made on first
+    /// use: the same set and array keep their barrier's epochs.
+    pub(crate) fn active_sync(
+        &self,
+        key: ActiveSet,
+        make: impl FnOnce() -> SyncArea,
+    ) -> Arc<SyncArea> {
         let mut m = self.active_sets.lock().unwrap_or_else(|p| p.into_inner());
-        let e = m.entry(set).or_insert(0);
-        *e += 1;
-        *e
+        m.entry(key).or_insert_with(|| Arc::new(make())).clone()
+    }
+
+    /// The teams this PE belongs to.
+    pub(crate) fn teams(&self) -> std::sync::MutexGuard<'_, crate::team::Teams> {
+        self.teams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The heap window.
+    pub(crate) fn heap_window(&self) -> WindowId {
+        self.spaces.list[0].window
     }
 
     /// Ends the PE: quiet, a last barrier, then the rank closes its links

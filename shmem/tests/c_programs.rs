@@ -54,9 +54,14 @@ fn text(o: &Output) -> String {
 /// Runs `src` at 2, 3 and 4 PEs over both transports; each run must exit
 /// 0 and print `expect` (with the PE count).
 fn passes_everywhere(src: &str, expect: &str) {
+    passes_at(src, expect, &[2, 3, 4]);
+}
+
+/// Runs `src` at each of `nps` PEs over both transports.
+fn passes_at(src: &str, expect: &str, nps: &[u32]) {
     let prog = compile(src);
     for transport in ["quic", "tcp"] {
-        for np in [2, 3, 4] {
+        for &np in nps {
             let o = oshrun(&prog, np, transport, "30s");
             let out = text(&o);
             assert!(
@@ -75,6 +80,21 @@ fn passes_everywhere(src: &str, expect: &str) {
 #[test]
 fn setup_query_and_the_heap_calls_are_symmetric() {
     passes_everywhere("tests/c/setup.c", "setup: OK");
+}
+
+#[test]
+fn teams_split_translate_sync_and_free_their_slots() {
+    passes_at("tests/c/teams.c", "teams: OK", &[2, 3, 4, 8]);
+}
+
+#[test]
+fn every_team_collective_of_every_type_matches_its_definition_on_every_team_shape() {
+    passes_at("tests/c/collectives.c", "collectives: OK", &[2, 3, 4, 8]);
+}
+
+#[test]
+fn the_active_set_collectives_match_their_definitions_and_restore_psync() {
+    passes_at("tests/c/active_set.c", "active sets: OK", &[2, 3, 4, 8]);
 }
 
 #[test]

@@ -1,8 +1,7 @@
 //! Ordering and barriers: `fence`, `quiet`, `barrier_all`, `sync_all`,
 //! and the 1.3 active-set `shmem_barrier`.
 
-use crate::pe::{Pe, RESERVED, fatal, pe};
-use pld_proto::Dtype;
+use crate::pe::{Pe, fatal, pe};
 
 /// `shmem_fence`: a pld link applies one PE's ops to another in issue
 /// order, so puts, atomics and signals after the fence already land after
@@ -62,63 +61,61 @@ pub(crate) fn members(
     }
 }
 
-/// The cell of the library's reserved heap bytes where the root of an
-/// active set counts arrivals (one 8-byte cell per root PE's slot).
-const ARRIVALS: u64 = 0;
-/// Where each member learns the root released it.
-const RELEASE: u64 = 8 * 1024;
-
-/// A barrier over an active set: the whole job is pld's barrier; a subset
-/// gathers at its first PE (an atomic add each) and is released by it (a
-/// put to each), over cells the library keeps at the start of the heap.
-pub(crate) fn active_barrier(call: &'static str, p: &Pe, set: (i32, i32, i32)) {
-    let all = members(call, p, set);
-    p.quiet(call);
-    if all.len() as u32 == p.rank().nranks() {
-        p.run(call, p.rank().barrier());
+/// A barrier over an active set, over the cells of its `pSync` array:
+/// quiet, then the dissemination barrier of its members (pld's own
+/// barrier when the set is the whole job).
+pub(crate) fn active_barrier(
+    call: &'static str,
+    set: (i32, i32, i32),
+    psync: *mut i64,
+    quiet: bool,
+) {
+    let p = pe(call);
+    let Some(held) = super::coll::hold(p, call, super::coll::Scope::Active(set, psync)) else {
         return;
-    }
-    let epoch = p.next_epoch(set);
-    let heap = p
-        .rank()
-        .window(crate::pe::HEAP_WINDOW)
-        .unwrap_or_else(|e| fatal(e));
-    let root = all[0];
-    let me = p.rank().rank();
-    let slot = (set.0 as u64 * 31 + set.1 as u64 * 7 + set.2 as u64) % (RELEASE / 8);
-    let arrive = ARRIVALS + slot * 8;
-    let release = RELEASE + (slot % ((RESERVED - RELEASE) / 8)) * 8;
-    let rank = p.rank();
-    if me == root {
-        let want = epoch as i64 * (all.len() as i64 - 1);
-        let cell = (p.heap_base() + arrive as usize) as *mut i64;
-        // SAFETY: the cell is in the library's reserved heap bytes.
-        unsafe { super::wait::wait_until(call, cell, 5, want) };
-        for &m in &all[1..] {
-            p.run(call, rank.set(m, heap, release, Dtype::Int64, epoch as i64));
-        }
-    } else {
-        p.run(
-            call,
-            rank.atomic_add(root, heap, arrive, Dtype::Int64, &1i64.to_le_bytes()),
-        );
-        let cell = (p.heap_base() + release as usize) as *mut i64;
-        // SAFETY: as above.
-        unsafe { super::wait::wait_until(call, cell, 5, epoch as i64) };
+    };
+    let g = held.group(p);
+    match quiet {
+        true => p.run(call, pld_proto::collective::Group::barrier(&g)),
+        false => p.run(call, g.sync_only()),
     }
 }
 
-/// `shmem_barrier`: the 1.3 active-set barrier.
+/// `shmem_barrier`: the 1.4 active-set barrier (quiet, then the barrier).
 ///
 /// # Safety
-/// `psync` is unused (pld keeps its own cells).
+/// `psync` is a symmetric array of `SHMEM_BARRIER_SYNC_SIZE` longs, each
+/// `SHMEM_SYNC_VALUE`, that no other collective uses at the same time.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_barrier(
     pe_start: i32,
     log_pe_stride: i32,
     pe_size: i32,
-    _psync: *mut i64,
+    psync: *mut i64,
 ) {
-    let p = pe("shmem_barrier");
-    active_barrier("shmem_barrier", p, (pe_start, log_pe_stride, pe_size));
+    active_barrier(
+        "shmem_barrier",
+        (pe_start, log_pe_stride, pe_size),
+        psync,
+        true,
+    );
+}
+
+/// `shmem_sync`: the active-set barrier without the quiet.
+///
+/// # Safety
+/// As for [`shmem_barrier`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_sync(
+    pe_start: i32,
+    log_pe_stride: i32,
+    pe_size: i32,
+    psync: *mut i64,
+) {
+    active_barrier(
+        "shmem_sync",
+        (pe_start, log_pe_stride, pe_size),
+        psync,
+        false,
+    );
 }

@@ -1,0 +1,361 @@
+//! The collectives: broadcast, collect, fcollect, alltoall(s) and the
+//! reductions, over a team (the 1.5 forms) or an active set with its
+//! `pSync` array (the 1.4 forms). Each is one of the house's algorithms
+//! (`pld_proto::collective`) over the members ([`Members`]), its scratch
+//! the program's symmetric `dest`; a barrier on entry keeps a member from
+//! writing another's `dest` before that one has entered the call (and so
+//! stopped reading what the last call left there), which also makes the
+//! in-place forms safe. docs/shmem.md gives each one's message count.
+
+use crate::capi::sync::members;
+use crate::pe::{Pe, fatal, pe};
+use crate::team::group::{CollError, Members, flatten};
+use crate::team::sync::{Cells, SYNC_CELLS, SyncArea};
+use crate::team::{self, Team};
+use pld_proto::collective::{self as coll, Algo, Group, Plain, Scratch, decode, encode};
+use std::sync::Arc;
+
+/// Where a collective runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scope {
+    /// A team, by handle.
+    Team(usize),
+    /// A 1.4 active set (PE_start, logPE_stride, PE_size) and its `pSync`.
+    Active((i32, i32, i32), *mut i64),
+}
+
+/// The members a call runs over, held for its length.
+pub(crate) enum Held {
+    /// A team.
+    Team(Arc<Team>),
+    /// An active set.
+    Active {
+        /// Its PEs.
+        members: Vec<u32>,
+        /// This PE's number among them.
+        me: u32,
+        /// Its barrier over the `pSync` cells.
+        sync: Arc<SyncArea>,
+        /// What errors call it.
+        name: String,
+    },
+}
+
+impl Held {
+    /// The members as a group.
+    pub(crate) fn group<'a>(&'a self, p: &'a Pe) -> Members<'a> {
+        match self {
+            Held::Team(t) => Members::of(p, t),
+            Held::Active {
+                members,
+                me,
+                sync,
+                name,
+            } => Members::active(p, members, *me, sync, name),
+        }
+    }
+}
+
+/// The members of `scope`; `None` for `SHMEM_TEAM_INVALID` (the call then
+/// returns nonzero, as the 1.5 collectives do).
+pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
+    match scope {
+        Scope::Team(0) => None,
+        Scope::Team(id) => Some(Held::Team(team::team(p, call, id))),
+        Scope::Active(set, psync) => {
+            let all = members(call, p, set);
+            let me = all
+                .iter()
+                .position(|m| *m == p.rank().rank())
+                .unwrap_or_default() as u32;
+            let (window, offset) = p.locate(call, psync.cast(), SYNC_CELLS * 8);
+            let cells = Cells {
+                window,
+                offset,
+                local: psync as usize,
+                base: -1,
+            };
+            let n = all.len() as u32;
+            let sync = p.active_sync((psync as usize, set.0, set.1, set.2), || {
+                SyncArea::new(me, n, cells)
+            });
+            let name = format!(
+                "the active set (PE_start {}, logPE_stride {}, PE_size {}) with pSync {psync:p}",
+                set.0, set.1, set.2
+            );
+            Some(Held::Active {
+                members: all,
+                me,
+                sync,
+                name,
+            })
+        }
+    }
+}
+
+/// Runs `f` over the members of `scope`, fatal on its error; -1 for an
+/// invalid team.
+fn over<F>(call: &'static str, scope: Scope, f: F) -> i32
+where
+    F: for<'a> AsyncFnOnce(&'static Pe, Members<'a>) -> Result<(), CollError>,
+{
+    let p = pe(call);
+    let Some(held) = hold(p, call, scope) else {
+        return -1;
+    };
+    p.run(call, f(p, held.group(p)));
+    0
+}
+
+/// `len` bytes at `ptr`, as elements.
+///
+/// # Safety
+/// `ptr` is valid for `len` bytes.
+unsafe fn read<T: Plain>(ptr: *const T, elems: usize) -> Vec<T> {
+    if elems == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    decode(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), elems * T::SIZE) })
+}
+
+/// Writes `values` at `ptr`.
+///
+/// # Safety
+/// `ptr` is valid for `values.len()` elements.
+unsafe fn write<T: Plain>(ptr: *mut T, values: &[T]) {
+    let b = encode(values);
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), ptr.cast::<u8>(), b.len()) };
+}
+
+/// The symmetric `elems` elements at `dest` as a collective's scratch.
+fn scratch<T: Plain>(
+    p: &Pe,
+    call: &'static str,
+    dest: *mut T,
+    elems: usize,
+) -> Scratch<pld_server::WindowId> {
+    let bytes = (elems * T::SIZE) as u64;
+    let (window, base) = p.locate(call, dest.cast(), bytes.max(1));
+    Scratch {
+        window,
+        base,
+        bytes,
+    }
+}
+
+fn root_of(call: &'static str, g: &Members<'_>, root: i32) -> u32 {
+    match u32::try_from(root) {
+        Ok(r) if r < g.nranks() => r,
+        _ => fatal(format!(
+            "{call}: PE_root {root} is not a member: the team has PEs 0..{}",
+            g.nranks()
+        )),
+    }
+}
+
+/// `broadcast`: every member's `dest` gets the root's `source`. The 1.4
+/// forms leave the root's `dest` as it was (`root_keeps`).
+///
+/// # Safety
+/// `dest` and `source` hold `nelems` elements; `dest` is symmetric.
+pub(crate) unsafe fn broadcast<T: Plain>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+    root: i32,
+    root_keeps: bool,
+) -> i32 {
+    over(call, scope, async move |p, g| {
+        let root = root_of(call, &g, root);
+        let me = g.rank() == root;
+        // SAFETY: the caller's contract.
+        let x = unsafe { read(source, if me { nelems } else { 0 }) };
+        let x = if me {
+            x
+        } else {
+            vec![T::read_le(&vec![0; T::SIZE]); nelems]
+        };
+        // SAFETY: as above.
+        let kept = (me && root_keeps).then(|| unsafe { read(dest, nelems) });
+        g.barrier().await?;
+        if nelems == 0 {
+            return Ok(());
+        }
+        let s = scratch(p, call, dest, nelems);
+        coll::broadcast(&g, &s, &x, root).await.map_err(flatten)?;
+        if let Some(k) = kept {
+            // SAFETY: as above.
+            unsafe { write(dest, &k) };
+        }
+        Ok(())
+    })
+}
+
+/// `fcollect`: every member's `nelems` elements, concatenated in member
+/// order, in every member's `dest`.
+///
+/// # Safety
+/// `source` holds `nelems` elements, `dest` (symmetric) `nelems` per member.
+pub(crate) unsafe fn fcollect<T: Plain>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+) -> i32 {
+    over(call, scope, async move |p, g| {
+        // SAFETY: the caller's contract.
+        let x = unsafe { read(source, nelems) };
+        g.barrier().await?;
+        if nelems == 0 {
+            return Ok(());
+        }
+        let s = scratch(p, call, dest, nelems * g.nranks() as usize);
+        coll::allgather(&g, &s, &x).await.map_err(flatten)?;
+        Ok(())
+    })
+}
+
+/// `collect`: like fcollect, each member contributing its own `nelems`.
+/// Each member leaves its count in its sync area's count cell; the
+/// others read them after the entry barrier.
+///
+/// # Safety
+/// `source` holds `nelems` elements; `dest` (symmetric) the sum of every
+/// member's.
+pub(crate) unsafe fn collect<T: Plain>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+) -> i32 {
+    over(call, scope, async move |p, g| {
+        let cells = g.cells();
+        let (here, at) = cells.count();
+        // SAFETY: the count cell is symmetric memory of this PE.
+        unsafe { here.write_volatile(nelems as i64) };
+        // SAFETY: the caller's contract.
+        let x = unsafe { read(source, nelems) };
+        g.barrier().await?;
+        let n = g.nranks() as usize;
+        let mut counts = Vec::with_capacity(n);
+        for i in 0..n as u32 {
+            let b = p.rank().get(g.pe_of(i), cells.window, at, 8).await?;
+            counts.push(i64::from_le_bytes(b[..8].try_into().unwrap_or_default()));
+        }
+        let total: i64 = counts.iter().sum();
+        // The matrix all_to_all_v takes: every member sends its part to all.
+        let m: Vec<i64> = (0..n * n).map(|k| counts[k / n]).collect();
+        let send = vec![x; n];
+        let s = scratch(p, call, dest, total.max(0) as usize);
+        coll::all_to_all_v_with(&g, &s, &send, &m)
+            .await
+            .map_err(flatten)?;
+        // Every member read the counts before the last barrier.
+        // SAFETY: as above.
+        unsafe { here.write_volatile(cells.base) };
+        Ok(())
+    })
+}
+
+/// `alltoall`: block j of `source` goes to member j, landing at block
+/// (this member's number) of its `dest`.
+///
+/// # Safety
+/// `source` and `dest` (symmetric) hold `nelems` elements per member.
+pub(crate) unsafe fn alltoall<T: Plain>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+) -> i32 {
+    over(call, scope, async move |p, g| {
+        let all = nelems * g.nranks() as usize;
+        // SAFETY: the caller's contract.
+        let x = unsafe { read(source, all) };
+        g.barrier().await?;
+        if all == 0 {
+            return Ok(());
+        }
+        let s = scratch(p, call, dest, all);
+        coll::all_to_all(&g, &s, &x).await.map_err(flatten)?;
+        Ok(())
+    })
+}
+
+/// `alltoalls`: alltoall with strides — member j gets `nelems` elements
+/// from `source + j * nelems * sst`, `sst` apart, at `dest + me * nelems *
+/// dst`, `dst` apart.
+///
+/// # Safety
+/// `source` and `dest` (symmetric) span the strided blocks of every member.
+pub(crate) unsafe fn alltoalls<T: Plain>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> i32 {
+    if dst < 1 || sst < 1 {
+        fatal(format!(
+            "{call}: the strides must be positive (dst {dst}, sst {sst})"
+        ));
+    }
+    let (dst, sst) = (dst as usize, sst as usize);
+    over(call, scope, async move |p, g| {
+        g.barrier().await?;
+        let n = g.nranks() as usize;
+        if nelems > 0 {
+            let span = ((n * nelems - 1) * dst + 1) as u64 * T::SIZE as u64;
+            let (win, base) = p.locate(call, dest.cast(), span);
+            let me = g.rank() as usize;
+            for j in 0..n {
+                for i in 0..nelems {
+                    // SAFETY: the caller's contract.
+                    let v = unsafe { source.add((j * nelems + i) * sst).read_unaligned() };
+                    let at = base + (((me * nelems + i) * dst) * T::SIZE) as u64;
+                    g.put(j as u32, win, at, &encode(&[v])).await?;
+                }
+            }
+        }
+        g.barrier().await
+    })
+}
+
+/// A reduction of every member's `source`, elementwise with `combine`,
+/// into every member's `dest` (which may be `source`).
+///
+/// # Safety
+/// `source` and `dest` (symmetric) hold `nreduce` elements.
+pub(crate) unsafe fn reduce<T: Plain, F: Fn(T, T) -> T + Sync>(
+    call: &'static str,
+    scope: Scope,
+    dest: *mut T,
+    source: *const T,
+    nreduce: usize,
+    combine: F,
+) -> i32 {
+    over(call, scope, async move |p, g| {
+        // SAFETY: the caller's contract.
+        let x = unsafe { read(source, nreduce) };
+        g.barrier().await?;
+        if nreduce == 0 {
+            return Ok(());
+        }
+        let s = scratch(p, call, dest, nreduce);
+        let r = coll::allreduce_by(&g, &s, &x, &combine, Algo::Ring)
+            .await
+            .map_err(flatten)?;
+        // SAFETY: as above.
+        unsafe { write(dest, &r) };
+        Ok(())
+    })
+}

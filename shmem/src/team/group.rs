@@ -1,0 +1,152 @@
+//! A team, or an active set, as a [`Group`]: the house's collective
+//! algorithms (`pld_proto::collective`) run over its members, numbered in
+//! team order, with puts queued on pld's links and the team's barrier —
+//! a quiet, then the dissemination barrier over its sync cells.
+
+use super::Team;
+use super::sync::{Cells, SyncArea, SyncError};
+use crate::pe::Pe;
+use pld_proto::bytes::Bytes;
+use pld_proto::collective::{self as coll, Algo, Group, Scratch};
+use pld_server::WindowId;
+
+/// Why a collective failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CollError {
+    /// An op of the rank failed.
+    #[error(transparent)]
+    Rank(#[from] pld_server::Error),
+    /// The barrier did not complete.
+    #[error("the barrier of {team} {0}", team = .1)]
+    Sync(SyncError, String),
+    /// The arguments do not fit the collective.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The members of a team or an active set, seen from this PE.
+pub(crate) struct Members<'a> {
+    pe: &'a Pe,
+    members: &'a [u32],
+    me: u32,
+    sync: &'a SyncArea,
+    name: &'a str,
+}
+
+impl<'a> Members<'a> {
+    /// A team's members.
+    pub(crate) fn of(pe: &'a Pe, team: &'a Team) -> Members<'a> {
+        Members {
+            pe,
+            members: &team.members,
+            me: team.me,
+            sync: &team.sync,
+            name: &team.name,
+        }
+    }
+
+    /// An active set's members, this PE being member `me`, with the
+    /// barrier over its `pSync` cells.
+    pub(crate) fn active(
+        pe: &'a Pe,
+        members: &'a [u32],
+        me: u32,
+        sync: &'a SyncArea,
+        name: &'a str,
+    ) -> Members<'a> {
+        Members {
+            pe,
+            members,
+            me,
+            sync,
+            name,
+        }
+    }
+
+    /// The global PE of member `i`.
+    pub(crate) fn pe_of(&self, i: u32) -> u32 {
+        self.members[i as usize]
+    }
+
+    /// The sync area's cells.
+    pub(crate) fn cells(&self) -> Cells {
+        self.sync.cells()
+    }
+
+    /// The members' barrier without the quiet before it: `shmem_team_sync`.
+    pub(crate) async fn sync_only(&self) -> Result<(), CollError> {
+        self.sync
+            .run(self.pe, self.members, self.me)
+            .await
+            .map_err(|e| CollError::Sync(e, self.name.to_string()))
+    }
+}
+
+impl Group for Members<'_> {
+    type Error = CollError;
+    type Window = WindowId;
+
+    fn rank(&self) -> u32 {
+        self.me
+    }
+
+    fn nranks(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    async fn put(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), CollError> {
+        let pe = self.pe_of(peer);
+        Ok(self.pe.rank().put_nbi(pe, win, offset, data).await?)
+    }
+
+    async fn get(
+        &self,
+        peer: u32,
+        win: WindowId,
+        offset: u64,
+        len: u64,
+    ) -> Result<Bytes, CollError> {
+        let pe = self.pe_of(peer);
+        Ok(self.pe.rank().get(pe, win, offset, len).await?)
+    }
+
+    async fn barrier(&self) -> Result<(), CollError> {
+        let r = self.pe.rank();
+        r.quiet_within(self.pe.sync_timeout()).await?;
+        self.sync_only().await
+    }
+}
+
+/// The OR of every parent member's `mask`: which team slots are in use
+/// on some member. The house's ring allreduce over the parent, its
+/// scratch the parent's count cell.
+pub(crate) async fn agree_mask(p: &Pe, parent: &Team, mask: u64) -> Result<u64, CollError> {
+    let g = Members::of(p, parent);
+    let cells = g.cells();
+    let (_, offset) = cells.count();
+    let scratch = Scratch {
+        window: cells.window,
+        base: offset,
+        bytes: 8,
+    };
+    // The scratch is a cell the last collective may still be reading.
+    g.barrier().await?;
+    let or = coll::allreduce_by(&g, &scratch, &[mask], &|a: u64, b: u64| a | b, Algo::Ring)
+        .await
+        .map_err(flatten)?;
+    Ok(or.first().copied().unwrap_or(mask))
+}
+
+/// A house collective's error as ours.
+pub(crate) fn flatten(e: coll::Error<CollError>) -> CollError {
+    match e {
+        coll::Error::Rma(e) => e,
+        other => CollError::Invalid(other.to_string()),
+    }
+}
