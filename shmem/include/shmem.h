@@ -360,6 +360,12 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
 
 void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
 
+/* ---- Distributed locks -------------------------------------------------- */
+
+void shmem_set_lock(long *lock);
+int shmem_test_lock(long *lock);
+void shmem_clear_lock(long *lock);
+
 /* ---- Teams -------------------------------------------------------------- */
 
 int shmem_team_my_pe(shmem_team_t team);

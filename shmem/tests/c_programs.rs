@@ -98,6 +98,11 @@ fn the_active_set_collectives_match_their_definitions_and_restore_psync() {
 }
 
 #[test]
+fn locks_exclude_under_contention_and_test_lock_takes_only_a_free_lock() {
+    passes_at("tests/c/locks.c", "locks: OK", &[2, 3, 4, 8]);
+}
+
+#[test]
 fn rma_on_heap_and_static_data_reaches_every_pe() {
     passes_everywhere("tests/c/rma.c", "rma: OK");
 }

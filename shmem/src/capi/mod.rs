@@ -6,6 +6,7 @@
 
 pub mod amo;
 pub(crate) mod coll;
+pub mod lock;
 pub(crate) mod reduce;
 pub mod rma;
 pub mod setup;

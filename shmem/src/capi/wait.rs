@@ -98,7 +98,7 @@ fn named<T>(p: &Pe, call: &'static str, ivar: *const T) -> String {
 }
 
 /// Waits until `ready()` holds or the sync timeout passes.
-fn wait_for(p: &Pe, mut ready: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_for(p: &Pe, mut ready: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + p.sync_timeout();
     loop {
         if ready() {
@@ -115,7 +115,7 @@ fn wait_for(p: &Pe, mut ready: impl FnMut() -> bool) -> bool {
 }
 
 /// The fatal report of a wait that timed out.
-fn timed_out(p: &Pe, call: &'static str, what: String) -> ! {
+pub(crate) fn timed_out(p: &Pe, call: &'static str, what: String) -> ! {
     let peers: Vec<u32> = (0..p.rank().nranks())
         .filter(|r| *r != p.rank().rank())
         .collect();
