@@ -32,7 +32,7 @@ struct Lock {
 
 impl Lock {
     fn at(p: &Pe, call: &'static str, lock: *mut i64) -> Lock {
-        if !(lock as usize).is_multiple_of(8) {
+        if (lock as usize) % 8 != 0 {
             fatal(format!(
                 "{call}: the lock at {lock:p} is not 8-byte aligned"
             ));
