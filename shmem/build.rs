@@ -77,6 +77,21 @@ fn func(out: &mut String, sym: &str, args: &str, ret: &str, call: &str) {
     ));
 }
 
+/// [`func`], and its `shmem_ctx_` twin: the same call with a context
+/// first, run with that context current (`crate::capi::ctx::with`).
+fn func_ctx(out: &mut String, sym: &str, args: &str, ret: &str, call: &str) {
+    func(out, sym, args, ret, call);
+    let ctx_sym = sym.replacen("shmem_", "shmem_ctx_", 1);
+    let call = call.replace(&format!("\"{sym}\""), &format!("\"{ctx_sym}\""));
+    func(
+        out,
+        &ctx_sym,
+        &format!("ctx: usize, {args}"),
+        ret,
+        &format!("crate::capi::ctx::with(\"{ctx_sym}\", ctx, || unsafe {{ {call} }})"),
+    );
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let header_path = "include/shmem.h";
     println!("cargo:rerun-if-changed={header_path}");
@@ -94,7 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let r = rust(&c);
         let s = format!("shmem_{n}");
         let d = format!("dest: *mut {r}, source: *const {r}");
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_put"),
             &format!("{d}, nelems: usize, {pe}"),
@@ -103,7 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "crate::capi::rma::put(\"{s}_put\", dest.cast(), source.cast(), nelems * size_of::<{r}>(), pe, false)"
             ),
         );
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_put_nbi"),
             &format!("{d}, nelems: usize, {pe}"),
@@ -112,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "crate::capi::rma::put(\"{s}_put_nbi\", dest.cast(), source.cast(), nelems * size_of::<{r}>(), pe, true)"
             ),
         );
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_get"),
             &format!("{d}, nelems: usize, {pe}"),
@@ -121,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "crate::capi::rma::get(\"{s}_get\", dest.cast(), source.cast(), nelems * size_of::<{r}>(), pe, false)"
             ),
         );
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_get_nbi"),
             &format!("{d}, nelems: usize, {pe}"),
@@ -131,7 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ),
         );
         let strided = format!("{d}, dst: isize, sst: isize, nelems: usize, {pe}");
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_iput"),
             &strided,
@@ -140,7 +155,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "crate::capi::rma::iput(\"{s}_iput\", dest.cast(), source.cast(), dst, sst, nelems, size_of::<{r}>(), pe)"
             ),
         );
-        func(
+        func_ctx(
             &mut out,
             &format!("{s}_iget"),
             &strided,
@@ -151,7 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let sig = format!("{d}, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: i32, {pe}");
         for (suffix, nbi) in [("", false), ("_nbi", true)] {
-            func(
+            func_ctx(
                 &mut out,
                 &format!("{s}_put_signal{suffix}"),
                 &sig,
@@ -162,14 +177,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         if c != "long double" {
-            func(
+            func_ctx(
                 &mut out,
                 &format!("{s}_p"),
                 &format!("dest: *mut {r}, value: {r}, {pe}"),
                 "",
                 &format!("crate::capi::rma::p(\"{s}_p\", dest, value, pe)"),
             );
-            func(
+            func_ctx(
                 &mut out,
                 &format!("{s}_g"),
                 &format!("source: *const {r}, {pe}"),
@@ -177,6 +192,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &format!("crate::capi::rma::g(\"{s}_g\", source, pe)"),
             );
         }
+    }
+    let d = "dest: *mut std::ffi::c_void, source: *const std::ffi::c_void";
+    for (op, nbi) in [("put", false), ("get", false), ("put", true), ("get", true)] {
+        let sym = format!("shmem_{op}mem{}", if nbi { "_nbi" } else { "" });
+        func_ctx(
+            &mut out,
+            &sym,
+            &format!("{d}, nelems: usize, {pe}"),
+            "",
+            &format!(
+                "crate::capi::rma::{op}(\"{sym}\", dest.cast(), source.cast(), nelems, pe, {nbi})"
+            ),
+        );
+    }
+    for (suffix, nbi) in [("", false), ("_nbi", true)] {
+        let sym = format!("shmem_putmem_signal{suffix}");
+        func_ctx(
+            &mut out,
+            &sym,
+            &format!("{d}, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: i32, {pe}"),
+            "",
+            &format!(
+                "crate::capi::signal::put_signal(\"{sym}\", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe, {nbi})"
+            ),
+        );
     }
     for bits in [8, 16, 32, 64, 128] {
         let n = bits / 8;
@@ -188,7 +228,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("get", "get", true),
         ] {
             let sym = format!("shmem_{op}{bits}{}", if nbi { "_nbi" } else { "" });
-            func(
+            func_ctx(
                 &mut out,
                 &sym,
                 &format!("{d}, nelems: usize, {pe}"),
@@ -200,7 +240,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for op in ["iput", "iget"] {
             let sym = format!("shmem_{op}{bits}");
-            func(
+            func_ctx(
                 &mut out,
                 &sym,
                 &format!("{d}, dst: isize, sst: isize, nelems: usize, {pe}"),
@@ -212,7 +252,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for (suffix, nbi) in [("", false), ("_nbi", true)] {
             let sym = format!("shmem_put{bits}_signal{suffix}");
-            func(
+            func_ctx(
                 &mut out,
                 &sym,
                 &format!("{d}, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: i32, {pe}"),
@@ -229,7 +269,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let args = args.replace("T", r);
             let ret = ret.replace("T", r);
             let call = call.replace("SYM", &sym).replace("T", r);
-            func(out, &sym, &args, &ret, &call);
+            func_ctx(out, &sym, &args, &ret, &call);
         }
     };
     let std_ops: &[(&str, &str, &str, &str)] = &[

@@ -229,22 +229,43 @@ void *shmem_realloc(void *ptr, size_t size);
 void shmem_free(void *ptr);
 void *shmem_malloc_with_hints(size_t size, long hints);
 
+/* ---- Contexts ----------------------------------------------------------- */
+
+/* A context handle is a small number; SHMEM_CTX_INVALID is none. */
+typedef struct pld_shmem_ctx *shmem_ctx_t;
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
+#define SHMEM_CTX_SERIALIZED (1L << 0)
+#define SHMEM_CTX_PRIVATE (1L << 1)
+#define SHMEM_CTX_NOSTORE (1L << 2)
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+
+/* Declares shmem_NAME and its context form, shmem_ctx_NAME. */
+#define PLD_BOTH(R, NAME, ...) \
+  R shmem_##NAME(__VA_ARGS__); \
+  R shmem_ctx_##NAME(shmem_ctx_t ctx, __VA_ARGS__);
+
 /* ---- RMA ---------------------------------------------------------------- */
 
-void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
-void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+PLD_BOTH(void, putmem, void *dest, const void *source, size_t nelems, int pe)
+PLD_BOTH(void, getmem, void *dest, const void *source, size_t nelems, int pe)
+PLD_BOTH(void, putmem_nbi, void *dest, const void *source, size_t nelems, int pe)
+PLD_BOTH(void, getmem_nbi, void *dest, const void *source, size_t nelems, int pe)
 
 #define PLD_DECL_RMA(T, N) \
-  void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe); \
-  void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe); \
-  void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe); \
-  void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe); \
-  void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
-  void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
-  void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
-  void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+  PLD_BOTH(void, N##_put, T *dest, const T *source, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_get, T *dest, const T *source, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_put_nbi, T *dest, const T *source, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_get_nbi, T *dest, const T *source, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_iput, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_iget, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) \
+  PLD_BOTH(void, N##_put_signal, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) \
+  PLD_BOTH(void, N##_put_signal_nbi, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
 PLD_SHMEM_RMA_BASE_TYPES(PLD_DECL_RMA)
 PLD_SHMEM_RMA_ALIAS_TYPES(PLD_DECL_RMA)
 #undef PLD_DECL_RMA
@@ -260,30 +281,38 @@ static inline long double shmem_longdouble_g(const long double *source, int pe) 
   shmem_getmem(&v, source, sizeof v, pe);
   return v;
 }
+static inline void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) {
+  shmem_ctx_putmem(ctx, dest, &value, sizeof value, pe);
+}
+static inline long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) {
+  long double v;
+  shmem_ctx_getmem(ctx, &v, source, sizeof v, pe);
+  return v;
+}
 #define PLD_DECL_PG(T, N) \
-  void shmem_##N##_p(T *dest, T value, int pe); \
-  T shmem_##N##_g(const T *source, int pe);
+  PLD_BOTH(void, N##_p, T *dest, T value, int pe) \
+  PLD_BOTH(T, N##_g, const T *source, int pe)
 PLD_SHMEM_RMA_BASE_TYPES(PLD_DECL_PG)
 PLD_SHMEM_RMA_ALIAS_TYPES(PLD_DECL_PG)
 #undef PLD_DECL_PG
 
 #define PLD_DECL_SIZED(B) \
-  void shmem_put##B(void *dest, const void *source, size_t nelems, int pe); \
-  void shmem_get##B(void *dest, const void *source, size_t nelems, int pe); \
-  void shmem_put##B##_nbi(void *dest, const void *source, size_t nelems, int pe); \
-  void shmem_get##B##_nbi(void *dest, const void *source, size_t nelems, int pe); \
-  void shmem_iput##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
-  void shmem_iget##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+  PLD_BOTH(void, put##B, void *dest, const void *source, size_t nelems, int pe) \
+  PLD_BOTH(void, get##B, void *dest, const void *source, size_t nelems, int pe) \
+  PLD_BOTH(void, put##B##_nbi, void *dest, const void *source, size_t nelems, int pe) \
+  PLD_BOTH(void, get##B##_nbi, void *dest, const void *source, size_t nelems, int pe) \
+  PLD_BOTH(void, iput##B, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) \
+  PLD_BOTH(void, iget##B, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)
 PLD_SHMEM_SIZES(PLD_DECL_SIZED)
 #undef PLD_DECL_SIZED
 
 /* ---- Signals ------------------------------------------------------------ */
 
-void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+PLD_BOTH(void, putmem_signal, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+PLD_BOTH(void, putmem_signal_nbi, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
 #define PLD_DECL_SIZED_SIGNAL(B) \
-  void shmem_put##B##_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
-  void shmem_put##B##_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+  PLD_BOTH(void, put##B##_signal, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) \
+  PLD_BOTH(void, put##B##_signal_nbi, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
 PLD_SHMEM_SIZES(PLD_DECL_SIZED_SIGNAL)
 #undef PLD_DECL_SIZED_SIGNAL
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
@@ -292,30 +321,30 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
 /* ---- Atomics ------------------------------------------------------------ */
 
 #define PLD_DECL_AMO_STD(T, N) \
-  T shmem_##N##_atomic_compare_swap(T *dest, T cond, T value, int pe); \
-  T shmem_##N##_atomic_fetch_inc(T *dest, int pe); \
-  void shmem_##N##_atomic_inc(T *dest, int pe); \
-  T shmem_##N##_atomic_fetch_add(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_add(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_compare_swap_nbi(T *fetch, T *dest, T cond, T value, int pe); \
-  void shmem_##N##_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe); \
-  void shmem_##N##_atomic_fetch_add_nbi(T *fetch, T *dest, T value, int pe);
+  PLD_BOTH(T, N##_atomic_compare_swap, T *dest, T cond, T value, int pe) \
+  PLD_BOTH(T, N##_atomic_fetch_inc, T *dest, int pe) \
+  PLD_BOTH(void, N##_atomic_inc, T *dest, int pe) \
+  PLD_BOTH(T, N##_atomic_fetch_add, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_add, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_compare_swap_nbi, T *fetch, T *dest, T cond, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_inc_nbi, T *fetch, T *dest, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_add_nbi, T *fetch, T *dest, T value, int pe)
 #define PLD_DECL_AMO_EXT(T, N) \
-  T shmem_##N##_atomic_fetch(const T *source, int pe); \
-  void shmem_##N##_atomic_set(T *dest, T value, int pe); \
-  T shmem_##N##_atomic_swap(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_fetch_nbi(T *fetch, const T *source, int pe); \
-  void shmem_##N##_atomic_swap_nbi(T *fetch, T *dest, T value, int pe);
+  PLD_BOTH(T, N##_atomic_fetch, const T *source, int pe) \
+  PLD_BOTH(void, N##_atomic_set, T *dest, T value, int pe) \
+  PLD_BOTH(T, N##_atomic_swap, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_nbi, T *fetch, const T *source, int pe) \
+  PLD_BOTH(void, N##_atomic_swap_nbi, T *fetch, T *dest, T value, int pe)
 #define PLD_DECL_AMO_BIT(T, N) \
-  T shmem_##N##_atomic_fetch_and(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_and(T *dest, T value, int pe); \
-  T shmem_##N##_atomic_fetch_or(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_or(T *dest, T value, int pe); \
-  T shmem_##N##_atomic_fetch_xor(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_xor(T *dest, T value, int pe); \
-  void shmem_##N##_atomic_fetch_and_nbi(T *fetch, T *dest, T value, int pe); \
-  void shmem_##N##_atomic_fetch_or_nbi(T *fetch, T *dest, T value, int pe); \
-  void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
+  PLD_BOTH(T, N##_atomic_fetch_and, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_and, T *dest, T value, int pe) \
+  PLD_BOTH(T, N##_atomic_fetch_or, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_or, T *dest, T value, int pe) \
+  PLD_BOTH(T, N##_atomic_fetch_xor, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_xor, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_and_nbi, T *fetch, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_or_nbi, T *fetch, T *dest, T value, int pe) \
+  PLD_BOTH(void, N##_atomic_fetch_xor_nbi, T *fetch, T *dest, T value, int pe)
 PLD_SHMEM_AMO_BASE_TYPES(PLD_DECL_AMO_STD)
 PLD_SHMEM_AMO_ALIAS_TYPES(PLD_DECL_AMO_STD)
 PLD_SHMEM_AMO_BASE_TYPES(PLD_DECL_AMO_EXT)
@@ -503,7 +532,12 @@ static inline void shmem_udcflush(void) {}
 
 void pld_shmem_generic_bad_type(void);
 
-#define PLD_G(op) PLD_G_##op
+/* A generic RMA or atomic call takes an optional context first: the
+ * argument count picks the form. */
+#define PLD_CAT(a, b) PLD_CAT_(a, b)
+#define PLD_CAT_(a, b) a##b
+#define PLD_NARGS(...) PLD_NARGS_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PLD_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, N, ...) N
 #define PLD_SEL_put(T, N) T: shmem_##N##_put,
 #define PLD_SEL_get(T, N) T: shmem_##N##_get,
 #define PLD_SEL_put_nbi(T, N) T: shmem_##N##_put_nbi,
@@ -551,6 +585,50 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_SEL_test_any_vector(T, N) T: shmem_##N##_test_any_vector,
 #define PLD_SEL_test_some_vector(T, N) T: shmem_##N##_test_some_vector,
 
+#define PLD_SEL_ctx_put(T, N) T: shmem_ctx_##N##_put,
+#define PLD_SEL_ctx_get(T, N) T: shmem_ctx_##N##_get,
+#define PLD_SEL_ctx_put_nbi(T, N) T: shmem_ctx_##N##_put_nbi,
+#define PLD_SEL_ctx_get_nbi(T, N) T: shmem_ctx_##N##_get_nbi,
+#define PLD_SEL_ctx_iput(T, N) T: shmem_ctx_##N##_iput,
+#define PLD_SEL_ctx_iget(T, N) T: shmem_ctx_##N##_iget,
+#define PLD_SEL_ctx_p(T, N) T: shmem_ctx_##N##_p,
+#define PLD_SEL_ctx_g(T, N) T: shmem_ctx_##N##_g,
+#define PLD_SEL_ctx_put_signal(T, N) T: shmem_ctx_##N##_put_signal,
+#define PLD_SEL_ctx_put_signal_nbi(T, N) T: shmem_ctx_##N##_put_signal_nbi,
+#define PLD_SEL_ctx_fetch(T, N) T: shmem_ctx_##N##_atomic_fetch,
+#define PLD_SEL_ctx_set(T, N) T: shmem_ctx_##N##_atomic_set,
+#define PLD_SEL_ctx_swap(T, N) T: shmem_ctx_##N##_atomic_swap,
+#define PLD_SEL_ctx_fetch_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_nbi,
+#define PLD_SEL_ctx_swap_nbi(T, N) T: shmem_ctx_##N##_atomic_swap_nbi,
+#define PLD_SEL_ctx_compare_swap(T, N) T: shmem_ctx_##N##_atomic_compare_swap,
+#define PLD_SEL_ctx_compare_swap_nbi(T, N) T: shmem_ctx_##N##_atomic_compare_swap_nbi,
+#define PLD_SEL_ctx_fetch_inc(T, N) T: shmem_ctx_##N##_atomic_fetch_inc,
+#define PLD_SEL_ctx_fetch_inc_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_inc_nbi,
+#define PLD_SEL_ctx_inc(T, N) T: shmem_ctx_##N##_atomic_inc,
+#define PLD_SEL_ctx_fetch_add(T, N) T: shmem_ctx_##N##_atomic_fetch_add,
+#define PLD_SEL_ctx_fetch_add_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_add_nbi,
+#define PLD_SEL_ctx_add(T, N) T: shmem_ctx_##N##_atomic_add,
+#define PLD_SEL_ctx_fetch_and(T, N) T: shmem_ctx_##N##_atomic_fetch_and,
+#define PLD_SEL_ctx_fetch_and_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_and_nbi,
+#define PLD_SEL_ctx_and(T, N) T: shmem_ctx_##N##_atomic_and,
+#define PLD_SEL_ctx_fetch_or(T, N) T: shmem_ctx_##N##_atomic_fetch_or,
+#define PLD_SEL_ctx_fetch_or_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_or_nbi,
+#define PLD_SEL_ctx_or(T, N) T: shmem_ctx_##N##_atomic_or,
+#define PLD_SEL_ctx_fetch_xor(T, N) T: shmem_ctx_##N##_atomic_fetch_xor,
+#define PLD_SEL_ctx_fetch_xor_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_xor_nbi,
+#define PLD_SEL_ctx_xor(T, N) T: shmem_ctx_##N##_atomic_xor,
+#define PLD_SEL_ctx_broadcast(T, N) T: shmem_ctx_##N##_broadcast,
+#define PLD_SEL_ctx_collect(T, N) T: shmem_ctx_##N##_collect,
+#define PLD_SEL_ctx_fcollect(T, N) T: shmem_ctx_##N##_fcollect,
+#define PLD_SEL_ctx_alltoall(T, N) T: shmem_ctx_##N##_alltoall,
+#define PLD_SEL_ctx_alltoalls(T, N) T: shmem_ctx_##N##_alltoalls,
+#define PLD_SEL_ctx_and_reduce(T, N) T: shmem_ctx_##N##_and_reduce,
+#define PLD_SEL_ctx_or_reduce(T, N) T: shmem_ctx_##N##_or_reduce,
+#define PLD_SEL_ctx_xor_reduce(T, N) T: shmem_ctx_##N##_xor_reduce,
+#define PLD_SEL_ctx_max_reduce(T, N) T: shmem_ctx_##N##_max_reduce,
+#define PLD_SEL_ctx_min_reduce(T, N) T: shmem_ctx_##N##_min_reduce,
+#define PLD_SEL_ctx_sum_reduce(T, N) T: shmem_ctx_##N##_sum_reduce,
+#define PLD_SEL_ctx_prod_reduce(T, N) T: shmem_ctx_##N##_prod_reduce,
 #define PLD_SEL_broadcast(T, N) T: shmem_##N##_broadcast,
 #define PLD_SEL_collect(T, N) T: shmem_##N##_collect,
 #define PLD_SEL_fcollect(T, N) T: shmem_##N##_fcollect,
@@ -577,54 +655,142 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_BIT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_P2P_SEL(op, x) _Generic((x), PLD_SHMEM_P2P_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 
-#define shmem_put(dest, source, nelems, pe) PLD_RMA_SEL(put, *(dest))(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) PLD_RMA_SEL(get, *(dest))(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) PLD_RMA_SEL(put_nbi, *(dest))(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) PLD_RMA_SEL(get_nbi, *(dest))(dest, source, nelems, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iput, *(dest))(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iget, *(dest))(dest, source, dst, sst, nelems, pe)
-#define shmem_p(dest, value, pe) PLD_RMA_SEL(p, *(dest))(dest, value, pe)
-#define shmem_g(source, pe) PLD_RMA_SEL(g, *(source))(source, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal_nbi, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put(...) PLD_CAT(PLD_G_put_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_put_4(dest, source, nelems, pe) PLD_RMA_SEL(put, *(dest))(dest, source, nelems, pe)
+#define PLD_G_put_5(ctx, dest, source, nelems, pe) PLD_RMA_SEL(ctx_put, *(dest))(ctx, dest, source, nelems, pe)
+#define shmem_get(...) PLD_CAT(PLD_G_get_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_get_4(dest, source, nelems, pe) PLD_RMA_SEL(get, *(dest))(dest, source, nelems, pe)
+#define PLD_G_get_5(ctx, dest, source, nelems, pe) PLD_RMA_SEL(ctx_get, *(dest))(ctx, dest, source, nelems, pe)
+#define shmem_put_nbi(...) PLD_CAT(PLD_G_put_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_put_nbi_4(dest, source, nelems, pe) PLD_RMA_SEL(put_nbi, *(dest))(dest, source, nelems, pe)
+#define PLD_G_put_nbi_5(ctx, dest, source, nelems, pe) PLD_RMA_SEL(ctx_put_nbi, *(dest))(ctx, dest, source, nelems, pe)
+#define shmem_get_nbi(...) PLD_CAT(PLD_G_get_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_get_nbi_4(dest, source, nelems, pe) PLD_RMA_SEL(get_nbi, *(dest))(dest, source, nelems, pe)
+#define PLD_G_get_nbi_5(ctx, dest, source, nelems, pe) PLD_RMA_SEL(ctx_get_nbi, *(dest))(ctx, dest, source, nelems, pe)
+#define shmem_iput(...) PLD_CAT(PLD_G_iput_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_iput_6(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iput, *(dest))(dest, source, dst, sst, nelems, pe)
+#define PLD_G_iput_7(ctx, dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(ctx_iput, *(dest))(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_iget(...) PLD_CAT(PLD_G_iget_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_iget_6(dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(iget, *(dest))(dest, source, dst, sst, nelems, pe)
+#define PLD_G_iget_7(ctx, dest, source, dst, sst, nelems, pe) PLD_RMA_SEL(ctx_iget, *(dest))(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_p(...) PLD_CAT(PLD_G_p_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_p_3(dest, value, pe) PLD_RMA_SEL(p, *(dest))(dest, value, pe)
+#define PLD_G_p_4(ctx, dest, value, pe) PLD_RMA_SEL(ctx_p, *(dest))(ctx, dest, value, pe)
+#define shmem_g(...) PLD_CAT(PLD_G_g_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_g_2(source, pe) PLD_RMA_SEL(g, *(source))(source, pe)
+#define PLD_G_g_3(ctx, source, pe) PLD_RMA_SEL(ctx_g, *(source))(ctx, source, pe)
+#define shmem_put_signal(...) PLD_CAT(PLD_G_put_signal_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_put_signal_7(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define PLD_G_put_signal_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(ctx_put_signal, *(dest))(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(...) PLD_CAT(PLD_G_put_signal_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_put_signal_nbi_7(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal_nbi, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define PLD_G_put_signal_nbi_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(ctx_put_signal_nbi, *(dest))(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
 
-#define shmem_broadcast(team, dest, source, nelems, root) PLD_RMA_SEL(broadcast, *(dest))(team, dest, source, nelems, root)
-#define shmem_collect(team, dest, source, nelems) PLD_RMA_SEL(collect, *(dest))(team, dest, source, nelems)
-#define shmem_fcollect(team, dest, source, nelems) PLD_RMA_SEL(fcollect, *(dest))(team, dest, source, nelems)
-#define shmem_alltoall(team, dest, source, nelems) PLD_RMA_SEL(alltoall, *(dest))(team, dest, source, nelems)
-#define shmem_alltoalls(team, dest, source, dst, sst, nelems) PLD_RMA_SEL(alltoalls, *(dest))(team, dest, source, dst, sst, nelems)
+#define shmem_broadcast(...) PLD_CAT(PLD_G_broadcast_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_broadcast_5(team, dest, source, nelems, root) PLD_RMA_SEL(broadcast, *(dest))(team, dest, source, nelems, root)
+#define PLD_G_broadcast_6(ctx, team, dest, source, nelems, root) PLD_RMA_SEL(ctx_broadcast, *(dest))(ctx, team, dest, source, nelems, root)
+#define shmem_collect(...) PLD_CAT(PLD_G_collect_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_collect_4(team, dest, source, nelems) PLD_RMA_SEL(collect, *(dest))(team, dest, source, nelems)
+#define PLD_G_collect_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_collect, *(dest))(ctx, team, dest, source, nelems)
+#define shmem_fcollect(...) PLD_CAT(PLD_G_fcollect_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_fcollect_4(team, dest, source, nelems) PLD_RMA_SEL(fcollect, *(dest))(team, dest, source, nelems)
+#define PLD_G_fcollect_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_fcollect, *(dest))(ctx, team, dest, source, nelems)
+#define shmem_alltoall(...) PLD_CAT(PLD_G_alltoall_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_alltoall_4(team, dest, source, nelems) PLD_RMA_SEL(alltoall, *(dest))(team, dest, source, nelems)
+#define PLD_G_alltoall_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_alltoall, *(dest))(ctx, team, dest, source, nelems)
+#define shmem_alltoalls(...) PLD_CAT(PLD_G_alltoalls_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_alltoalls_6(team, dest, source, dst, sst, nelems) PLD_RMA_SEL(alltoalls, *(dest))(team, dest, source, dst, sst, nelems)
+#define PLD_G_alltoalls_7(ctx, team, dest, source, dst, sst, nelems) PLD_RMA_SEL(ctx_alltoalls, *(dest))(ctx, team, dest, source, dst, sst, nelems)
 #define PLD_RBIT_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_RARITH_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
-#define shmem_and_reduce(team, dest, source, n) PLD_RBIT_SEL(and_reduce, *(dest))(team, dest, source, n)
-#define shmem_or_reduce(team, dest, source, n) PLD_RBIT_SEL(or_reduce, *(dest))(team, dest, source, n)
-#define shmem_xor_reduce(team, dest, source, n) PLD_RBIT_SEL(xor_reduce, *(dest))(team, dest, source, n)
-#define shmem_max_reduce(team, dest, source, n) PLD_RARITH_SEL(max_reduce, *(dest))(team, dest, source, n)
-#define shmem_min_reduce(team, dest, source, n) PLD_RARITH_SEL(min_reduce, *(dest))(team, dest, source, n)
-#define shmem_sum_reduce(team, dest, source, n) PLD_RARITH_SEL(sum_reduce, *(dest))(team, dest, source, n)
-#define shmem_prod_reduce(team, dest, source, n) PLD_RARITH_SEL(prod_reduce, *(dest))(team, dest, source, n)
+#define shmem_and_reduce(...) PLD_CAT(PLD_G_and_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_and_reduce_4(team, dest, source, n) PLD_RBIT_SEL(and_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_and_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_and_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_or_reduce(...) PLD_CAT(PLD_G_or_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_or_reduce_4(team, dest, source, n) PLD_RBIT_SEL(or_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_or_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_or_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_xor_reduce(...) PLD_CAT(PLD_G_xor_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_xor_reduce_4(team, dest, source, n) PLD_RBIT_SEL(xor_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_xor_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_xor_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_max_reduce(...) PLD_CAT(PLD_G_max_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_max_reduce_4(team, dest, source, n) PLD_RARITH_SEL(max_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_max_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_max_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_min_reduce(...) PLD_CAT(PLD_G_min_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_min_reduce_4(team, dest, source, n) PLD_RARITH_SEL(min_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_min_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_min_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_sum_reduce(...) PLD_CAT(PLD_G_sum_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_sum_reduce_4(team, dest, source, n) PLD_RARITH_SEL(sum_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_sum_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_sum_reduce, *(dest))(ctx, team, dest, source, n)
+#define shmem_prod_reduce(...) PLD_CAT(PLD_G_prod_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_prod_reduce_4(team, dest, source, n) PLD_RARITH_SEL(prod_reduce, *(dest))(team, dest, source, n)
+#define PLD_G_prod_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_prod_reduce, *(dest))(ctx, team, dest, source, n)
 
-#define shmem_atomic_fetch(source, pe) PLD_EXT_SEL(fetch, *(source))(source, pe)
-#define shmem_atomic_set(dest, value, pe) PLD_EXT_SEL(set, *(dest))(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) PLD_EXT_SEL(swap, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_nbi(fetch, source, pe) PLD_EXT_SEL(fetch_nbi, *(source))(fetch, source, pe)
-#define shmem_atomic_swap_nbi(fetch, dest, value, pe) PLD_EXT_SEL(swap_nbi, *(dest))(fetch, dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe) PLD_AMO_SEL(compare_swap, *(dest))(dest, cond, value, pe)
-#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) PLD_AMO_SEL(compare_swap_nbi, *(dest))(fetch, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) PLD_AMO_SEL(fetch_inc, *(dest))(dest, pe)
-#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) PLD_AMO_SEL(fetch_inc_nbi, *(dest))(fetch, dest, pe)
-#define shmem_atomic_inc(dest, pe) PLD_AMO_SEL(inc, *(dest))(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) PLD_AMO_SEL(fetch_add, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe) PLD_AMO_SEL(fetch_add_nbi, *(dest))(fetch, dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) PLD_AMO_SEL(add, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe) PLD_BIT_SEL(fetch_and, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_and_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_and_nbi, *(dest))(fetch, dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) PLD_BIT_SEL(and, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) PLD_BIT_SEL(fetch_or, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_or_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_or_nbi, *(dest))(fetch, dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) PLD_BIT_SEL(or, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe) PLD_BIT_SEL(fetch_xor, *(dest))(dest, value, pe)
-#define shmem_atomic_fetch_xor_nbi(fetch, dest, value, pe) PLD_BIT_SEL(fetch_xor_nbi, *(dest))(fetch, dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) PLD_BIT_SEL(xor, *(dest))(dest, value, pe)
+#define shmem_atomic_fetch(...) PLD_CAT(PLD_G_atomic_fetch_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_2(source, pe) PLD_EXT_SEL(fetch, *(source))(source, pe)
+#define PLD_G_atomic_fetch_3(ctx, source, pe) PLD_EXT_SEL(ctx_fetch, *(source))(ctx, source, pe)
+#define shmem_atomic_set(...) PLD_CAT(PLD_G_atomic_set_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_set_3(dest, value, pe) PLD_EXT_SEL(set, *(dest))(dest, value, pe)
+#define PLD_G_atomic_set_4(ctx, dest, value, pe) PLD_EXT_SEL(ctx_set, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_swap(...) PLD_CAT(PLD_G_atomic_swap_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_swap_3(dest, value, pe) PLD_EXT_SEL(swap, *(dest))(dest, value, pe)
+#define PLD_G_atomic_swap_4(ctx, dest, value, pe) PLD_EXT_SEL(ctx_swap, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_nbi(...) PLD_CAT(PLD_G_atomic_fetch_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_nbi_3(fetch, source, pe) PLD_EXT_SEL(fetch_nbi, *(source))(fetch, source, pe)
+#define PLD_G_atomic_fetch_nbi_4(ctx, fetch, source, pe) PLD_EXT_SEL(ctx_fetch_nbi, *(source))(ctx, fetch, source, pe)
+#define shmem_atomic_swap_nbi(...) PLD_CAT(PLD_G_atomic_swap_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_swap_nbi_4(fetch, dest, value, pe) PLD_EXT_SEL(swap_nbi, *(dest))(fetch, dest, value, pe)
+#define PLD_G_atomic_swap_nbi_5(ctx, fetch, dest, value, pe) PLD_EXT_SEL(ctx_swap_nbi, *(dest))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_compare_swap(...) PLD_CAT(PLD_G_atomic_compare_swap_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_compare_swap_4(dest, cond, value, pe) PLD_AMO_SEL(compare_swap, *(dest))(dest, cond, value, pe)
+#define PLD_G_atomic_compare_swap_5(ctx, dest, cond, value, pe) PLD_AMO_SEL(ctx_compare_swap, *(dest))(ctx, dest, cond, value, pe)
+#define shmem_atomic_compare_swap_nbi(...) PLD_CAT(PLD_G_atomic_compare_swap_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_compare_swap_nbi_5(fetch, dest, cond, value, pe) PLD_AMO_SEL(compare_swap_nbi, *(dest))(fetch, dest, cond, value, pe)
+#define PLD_G_atomic_compare_swap_nbi_6(ctx, fetch, dest, cond, value, pe) PLD_AMO_SEL(ctx_compare_swap_nbi, *(dest))(ctx, fetch, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(...) PLD_CAT(PLD_G_atomic_fetch_inc_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_inc_2(dest, pe) PLD_AMO_SEL(fetch_inc, *(dest))(dest, pe)
+#define PLD_G_atomic_fetch_inc_3(ctx, dest, pe) PLD_AMO_SEL(ctx_fetch_inc, *(dest))(ctx, dest, pe)
+#define shmem_atomic_fetch_inc_nbi(...) PLD_CAT(PLD_G_atomic_fetch_inc_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_inc_nbi_3(fetch, dest, pe) PLD_AMO_SEL(fetch_inc_nbi, *(dest))(fetch, dest, pe)
+#define PLD_G_atomic_fetch_inc_nbi_4(ctx, fetch, dest, pe) PLD_AMO_SEL(ctx_fetch_inc_nbi, *(dest))(ctx, fetch, dest, pe)
+#define shmem_atomic_inc(...) PLD_CAT(PLD_G_atomic_inc_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_inc_2(dest, pe) PLD_AMO_SEL(inc, *(dest))(dest, pe)
+#define PLD_G_atomic_inc_3(ctx, dest, pe) PLD_AMO_SEL(ctx_inc, *(dest))(ctx, dest, pe)
+#define shmem_atomic_fetch_add(...) PLD_CAT(PLD_G_atomic_fetch_add_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_add_3(dest, value, pe) PLD_AMO_SEL(fetch_add, *(dest))(dest, value, pe)
+#define PLD_G_atomic_fetch_add_4(ctx, dest, value, pe) PLD_AMO_SEL(ctx_fetch_add, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_add_nbi(...) PLD_CAT(PLD_G_atomic_fetch_add_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_add_nbi_4(fetch, dest, value, pe) PLD_AMO_SEL(fetch_add_nbi, *(dest))(fetch, dest, value, pe)
+#define PLD_G_atomic_fetch_add_nbi_5(ctx, fetch, dest, value, pe) PLD_AMO_SEL(ctx_fetch_add_nbi, *(dest))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_add(...) PLD_CAT(PLD_G_atomic_add_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_add_3(dest, value, pe) PLD_AMO_SEL(add, *(dest))(dest, value, pe)
+#define PLD_G_atomic_add_4(ctx, dest, value, pe) PLD_AMO_SEL(ctx_add, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_and(...) PLD_CAT(PLD_G_atomic_fetch_and_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_and_3(dest, value, pe) PLD_BIT_SEL(fetch_and, *(dest))(dest, value, pe)
+#define PLD_G_atomic_fetch_and_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_fetch_and, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_and_nbi(...) PLD_CAT(PLD_G_atomic_fetch_and_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_and_nbi_4(fetch, dest, value, pe) PLD_BIT_SEL(fetch_and_nbi, *(dest))(fetch, dest, value, pe)
+#define PLD_G_atomic_fetch_and_nbi_5(ctx, fetch, dest, value, pe) PLD_BIT_SEL(ctx_fetch_and_nbi, *(dest))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_and(...) PLD_CAT(PLD_G_atomic_and_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_and_3(dest, value, pe) PLD_BIT_SEL(and, *(dest))(dest, value, pe)
+#define PLD_G_atomic_and_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_and, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_or(...) PLD_CAT(PLD_G_atomic_fetch_or_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_or_3(dest, value, pe) PLD_BIT_SEL(fetch_or, *(dest))(dest, value, pe)
+#define PLD_G_atomic_fetch_or_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_fetch_or, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_or_nbi(...) PLD_CAT(PLD_G_atomic_fetch_or_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_or_nbi_4(fetch, dest, value, pe) PLD_BIT_SEL(fetch_or_nbi, *(dest))(fetch, dest, value, pe)
+#define PLD_G_atomic_fetch_or_nbi_5(ctx, fetch, dest, value, pe) PLD_BIT_SEL(ctx_fetch_or_nbi, *(dest))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_or(...) PLD_CAT(PLD_G_atomic_or_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_or_3(dest, value, pe) PLD_BIT_SEL(or, *(dest))(dest, value, pe)
+#define PLD_G_atomic_or_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_or, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_xor(...) PLD_CAT(PLD_G_atomic_fetch_xor_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_xor_3(dest, value, pe) PLD_BIT_SEL(fetch_xor, *(dest))(dest, value, pe)
+#define PLD_G_atomic_fetch_xor_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_fetch_xor, *(dest))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_xor_nbi(...) PLD_CAT(PLD_G_atomic_fetch_xor_nbi_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_fetch_xor_nbi_4(fetch, dest, value, pe) PLD_BIT_SEL(fetch_xor_nbi, *(dest))(fetch, dest, value, pe)
+#define PLD_G_atomic_fetch_xor_nbi_5(ctx, fetch, dest, value, pe) PLD_BIT_SEL(ctx_fetch_xor_nbi, *(dest))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_xor(...) PLD_CAT(PLD_G_atomic_xor_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_atomic_xor_3(dest, value, pe) PLD_BIT_SEL(xor, *(dest))(dest, value, pe)
+#define PLD_G_atomic_xor_4(ctx, dest, value, pe) PLD_BIT_SEL(ctx_xor, *(dest))(ctx, dest, value, pe)
 
 #define shmem_wait_until(ivar, cmp, cmp_value) PLD_P2P_SEL(wait_until, *(ivar))(ivar, cmp, cmp_value)
 #define shmem_wait_until_all(ivars, n, status, cmp, v) PLD_P2P_SEL(wait_until_all, *(ivars))(ivars, n, status, cmp, v)

@@ -53,6 +53,8 @@ pub(crate) struct Pe {
     teams: crate::team::Registry,
     /// The PEs on this host: `SHMEM_TEAM_SHARED`.
     shared: Vec<u32>,
+    /// The contexts the program created.
+    contexts: Mutex<crate::capi::ctx::Contexts>,
     /// Per active set and `pSync` array, its barrier.
     active_sets: Mutex<std::collections::HashMap<ActiveSet, Arc<SyncArea>>>,
     /// What the executable's link-time addresses are offset by.
@@ -206,6 +208,7 @@ fn start() -> anyhow::Result<Pe> {
         control: s.control,
         finalized: AtomicBool::new(false),
         teams: Mutex::default(),
+        contexts: Mutex::default(),
         shared,
         active_sets: Mutex::default(),
         load_base,
@@ -311,6 +314,13 @@ impl Pe {
     pub(crate) fn quiet(&self, call: &'static str) {
         let deferred =
             std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        self.land(call, deferred);
+        self.run(call, self.rank.quiet_within(self.sync_timeout));
+    }
+
+    /// Completes deferred fetches, writing each value where the program
+    /// asked.
+    pub(crate) fn land(&self, call: &'static str, deferred: Vec<Deferred>) {
         for d in deferred {
             match d {
                 Deferred::Value { handle, to, width } => {
@@ -328,7 +338,11 @@ impl Pe {
                 }
             }
         }
-        self.run(call, self.rank.quiet_within(self.sync_timeout));
+    }
+
+    /// The contexts the program created.
+    pub(crate) fn contexts(&self) -> &Mutex<crate::capi::ctx::Contexts> {
+        &self.contexts
     }
 
     /// Tells the launcher the job is to end with `status` (global_exit).

@@ -98,6 +98,11 @@ fn the_active_set_collectives_match_their_definitions_and_restore_psync() {
 }
 
 #[test]
+fn contexts_complete_their_own_ops_and_number_pes_as_their_team() {
+    passes_at("tests/c/contexts.c", "contexts: OK", &[2, 3, 4, 8]);
+}
+
+#[test]
 fn locks_exclude_under_contention_and_test_lock_takes_only_a_free_lock() {
     passes_at("tests/c/locks.c", "locks: OK", &[2, 3, 4, 8]);
 }

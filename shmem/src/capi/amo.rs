@@ -98,7 +98,7 @@ fn cell_at<T>(
     pe_: i32,
 ) -> (&'static crate::pe::Pe, u32, pld_server::WindowId, u64) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = super::ctx::peer(p, call, pe_);
     let (win, off) = p.locate(call, dest.cast(), size_of::<T>() as u64);
     (p, peer, win, off)
 }
@@ -123,10 +123,16 @@ pub unsafe fn add<T: Amo>(call: &'static str, dest: *mut T, value: T, pe_: i32) 
     let (p, peer, win, off) = cell_at(call, dest, pe_);
     let bits = value.bits().to_le_bytes();
     let operand = &bits[..size_of::<T>()];
-    p.run(
-        call,
-        p.rank().atomic_add_nbi(peer, win, off, T::DTYPE, operand),
-    );
+    if super::ctx::tracking() {
+        let r = p.rank().atomic_add_nb(peer, win, off, T::DTYPE, operand);
+        let handle = p.run(call, r);
+        super::ctx::issued(call, handle);
+    } else {
+        p.run(
+            call,
+            p.rank().atomic_add_nbi(peer, win, off, T::DTYPE, operand),
+        );
+    }
 }
 
 /// `compare_swap`.
@@ -220,11 +226,7 @@ pub unsafe fn cell_nbi<T: Amo>(
     );
     match wants {
         true => defer_value::<T>(p, handle, fetch),
-        false => {
-            if let Err(e) = handle.detach() {
-                crate::pe::fatal(format!("{call}: {e}"));
-            }
-        }
+        false => super::ctx::issued(call, handle),
     }
 }
 
@@ -232,9 +234,12 @@ fn defer_value<T>(p: &crate::pe::Pe, handle: pld_server::OpHandle<i64>, fetch: *
     if fetch.is_null() {
         crate::pe::fatal("a fetching _nbi atomic was given a null fetch pointer");
     }
-    p.defer(Deferred::Value {
-        handle,
-        to: fetch as usize,
-        width: size_of::<T>(),
-    });
+    super::ctx::defer(
+        p,
+        Deferred::Value {
+            handle,
+            to: fetch as usize,
+            width: size_of::<T>(),
+        },
+    );
 }

@@ -6,6 +6,7 @@
 
 pub mod amo;
 pub(crate) mod coll;
+pub mod ctx;
 pub mod lock;
 pub(crate) mod reduce;
 pub mod rma;
@@ -37,7 +38,8 @@ impl pld_proto::collective::Plain for LongDouble {
 
 /// The typed entry points, generated from `include/shmem.h`.
 // The generated calls multiply by the element size, 1 for the 8-bit forms.
-#[allow(clippy::too_many_arguments, clippy::identity_op)]
+// A context twin wraps its body in a closure, itself an unsafe block.
+#[allow(clippy::too_many_arguments, clippy::identity_op, unused_unsafe)]
 pub mod typed {
     include!(concat!(env!("OUT_DIR"), "/typed.rs"));
 }

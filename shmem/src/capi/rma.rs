@@ -3,9 +3,9 @@
 //! into the link's outbox, and `quiet` (or a barrier) completes it at the
 //! target. A get returns with the bytes.
 
+use super::ctx;
 use crate::pe::{Deferred, pe};
 use pld_server::{Chunking, Dtype, Layout, Shape, Transfer};
-use std::ffi::c_void;
 
 /// Moves `nbytes` from `source` (local) into `dest` (symmetric) on `pe`.
 ///
@@ -20,14 +20,19 @@ pub unsafe fn put(
     _nbi: bool,
 ) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = ctx::peer(p, call, pe_);
     if nbytes == 0 {
         return;
     }
     let (win, off) = p.locate(call, dest, nbytes as u64);
     // SAFETY: the caller's contract.
     let data = unsafe { std::slice::from_raw_parts(source, nbytes) };
-    p.run(call, p.rank().put_nbi(peer, win, off, data));
+    if ctx::tracking() {
+        let handle = p.run(call, p.rank().put_nb(peer, win, off, data));
+        ctx::issued(call, handle);
+    } else {
+        p.run(call, p.rank().put_nbi(peer, win, off, data));
+    }
 }
 
 /// Moves `nbytes` from `source` (symmetric) on `pe` into `dest` (local).
@@ -45,24 +50,29 @@ pub unsafe fn get(
     nbi: bool,
 ) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = ctx::peer(p, call, pe_);
     if nbytes == 0 {
         return;
     }
     let (win, off) = p.locate(call, source, nbytes as u64);
     let rank = p.rank();
     if nbi {
-        if let Ok((dwin, doff)) = p.try_locate(call, dest, nbytes as u64) {
+        if let (false, Ok((dwin, doff))) =
+            (ctx::tracking(), p.try_locate(call, dest, nbytes as u64))
+        {
             p.run(
                 call,
                 rank.get_nbi(peer, win, off, nbytes as u64, dwin, doff),
             );
         } else {
             let handle = p.run(call, rank.get_nb(peer, win, off, nbytes as u64));
-            p.defer(Deferred::Bytes {
-                handle,
-                to: dest as usize,
-            });
+            ctx::defer(
+                p,
+                Deferred::Bytes {
+                    handle,
+                    to: dest as usize,
+                },
+            );
         }
         return;
     }
@@ -173,7 +183,7 @@ pub unsafe fn iput(
     pe_: i32,
 ) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = ctx::peer(p, call, pe_);
     if nelems == 0 {
         return;
     }
@@ -215,7 +225,7 @@ pub unsafe fn iget(
     pe_: i32,
 ) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = ctx::peer(p, call, pe_);
     if nelems == 0 {
         return;
     }
@@ -241,101 +251,5 @@ pub unsafe fn iget(
     for (i, e) in packed.chunks_exact(size).enumerate() {
         // SAFETY: the caller's contract: element i lies at i * dst.
         unsafe { std::ptr::copy_nonoverlapping(e.as_ptr(), dest.add(i * dst * size), size) };
-    }
-}
-
-/// `shmem_putmem`.
-///
-/// # Safety
-/// As for [`put`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        put(
-            "shmem_putmem",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            pe,
-            false,
-        )
-    }
-}
-
-/// `shmem_putmem_nbi`.
-///
-/// # Safety
-/// As for [`put`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        put(
-            "shmem_putmem_nbi",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            pe,
-            true,
-        )
-    }
-}
-
-/// `shmem_getmem`.
-///
-/// # Safety
-/// As for [`get`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_getmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        get(
-            "shmem_getmem",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            pe,
-            false,
-        )
-    }
-}
-
-/// `shmem_getmem_nbi`.
-///
-/// # Safety
-/// As for [`get`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_getmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        get(
-            "shmem_getmem_nbi",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            pe,
-            true,
-        )
     }
 }

@@ -4,7 +4,6 @@
 
 use crate::pe::{fatal, pe};
 use pld_server::NotifyOp;
-use std::ffi::c_void;
 
 /// `SHMEM_SIGNAL_SET` / `SHMEM_SIGNAL_ADD`, as shmem.h numbers them.
 fn signal_op(call: &'static str, op: i32) -> NotifyOp {
@@ -35,7 +34,7 @@ pub unsafe fn put_signal(
     _nbi: bool,
 ) {
     let p = pe(call);
-    let peer = p.peer(call, pe_);
+    let peer = super::ctx::peer(p, call, pe_);
     let op = signal_op(call, sig_op);
     let at = p.locate(call, dest, nbytes as u64);
     let sig = p.locate(call, sig_addr.cast(), 8);
@@ -45,69 +44,7 @@ pub unsafe fn put_signal(
         call,
         p.rank().put_signal_nb(peer, at, data, sig, signal, op),
     );
-    if let Err(e) = handle.detach() {
-        fatal(format!("{call}: {e}"));
-    }
-}
-
-/// `shmem_putmem_signal`.
-///
-/// # Safety
-/// As for [`put_signal`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem_signal(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: i32,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        put_signal(
-            "shmem_putmem_signal",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            false,
-        )
-    }
-}
-
-/// `shmem_putmem_signal_nbi`.
-///
-/// # Safety
-/// As for [`put_signal`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem_signal_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: i32,
-    pe: i32,
-) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        put_signal(
-            "shmem_putmem_signal_nbi",
-            dest.cast(),
-            source.cast(),
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            true,
-        )
-    }
+    super::ctx::issued(call, handle);
 }
 
 /// `shmem_signal_fetch`: the local signal's value, read atomically.
