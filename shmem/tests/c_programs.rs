@@ -254,6 +254,50 @@ fn a_killed_pe_is_named_by_the_others_within_the_timeout() {
 }
 
 #[test]
+fn a_collective_entered_by_only_some_members_names_the_missing_one_within_the_timeout() {
+    let prog = compile("tests/c/missing.c");
+    let cases = [
+        // PE 2 skips an fcollect on the even PEs' team (PEs 0 and 2).
+        (
+            "team",
+            vec![
+                "shmem_int_fcollect",
+                "team 3",
+                "waiting for PE 2",
+                "not heard from PEs 2",
+            ],
+        ),
+        // PE 3 skips a world reduction: the others' barrier names it.
+        ("world", vec!["shmem_long_sum_reduce", "rank 3"]),
+    ];
+    for transport in ["quic", "tcp"] {
+        for (case, wants) in &cases {
+            let started = std::time::Instant::now();
+            let o = Command::new(OSHRUN)
+                .args(["-np", "4", "--transport", transport, "--timeout", "3s"])
+                .arg(&prog)
+                .arg(case)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+            let took = started.elapsed();
+            let out = text(&o);
+            assert_eq!(o.status.code(), Some(1), "{case} over {transport}: {out}");
+            assert!(
+                took < std::time::Duration::from_secs(20),
+                "took {took:?}: {out}"
+            );
+            assert!(out.contains("timed out after 3s"), "{case}: {out}");
+            for want in wants {
+                assert!(
+                    out.contains(want),
+                    "{case} over {transport} names '{want}': {out}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn checked_names_an_unordered_put_and_get_with_both_pes_the_calls_and_the_objects() {
     let prog = compile("tests/c/race.c");
     let o = oshrun_with(&prog, 3, &["--checked", "--timeout", "30s"]);

@@ -31,6 +31,8 @@ pub(crate) struct Members<'a> {
     me: u32,
     sync: &'a SyncArea,
     name: &'a str,
+    /// Every PE of the job, in order: pld's own barrier serves.
+    world: bool,
 }
 
 impl<'a> Members<'a> {
@@ -42,6 +44,7 @@ impl<'a> Members<'a> {
             me: team.me,
             sync: &team.sync,
             name: &team.name,
+            world: is_world(pe, &team.members),
         }
     }
 
@@ -60,6 +63,7 @@ impl<'a> Members<'a> {
             me,
             sync,
             name,
+            world: is_world(pe, members),
         }
     }
 
@@ -74,7 +78,11 @@ impl<'a> Members<'a> {
     }
 
     /// The members' barrier without the quiet before it: `shmem_team_sync`.
+    /// Over the whole job it is pld's own barrier (which quiets too).
     pub(crate) async fn sync_only(&self) -> Result<(), CollError> {
+        if self.world {
+            return Ok(self.pe.rank().barrier().await?);
+        }
         self.sync
             .run(self.pe, self.members, self.me)
             .await
@@ -118,9 +126,18 @@ impl Group for Members<'_> {
 
     async fn barrier(&self) -> Result<(), CollError> {
         let r = self.pe.rank();
+        if self.world {
+            return Ok(r.barrier().await?);
+        }
         r.quiet_within(self.pe.sync_timeout()).await?;
         self.sync_only().await
     }
+}
+
+/// Whether `members` is every PE of the job, in order.
+fn is_world(p: &Pe, members: &[u32]) -> bool {
+    members.len() as u32 == p.rank().nranks()
+        && members.iter().enumerate().all(|(i, m)| *m == i as u32)
 }
 
 /// The OR of every parent member's `mask`: which team slots are in use
