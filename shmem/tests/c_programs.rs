@@ -340,3 +340,32 @@ fn checked_names_an_unordered_put_and_get_with_both_pes_the_calls_and_the_object
     let o = oshrun_with(&ordered, 3, &["--checked", "--timeout", "30s"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+#[test]
+fn checked_orders_collectives_team_syncs_and_locks_and_reports_a_read_of_a_collectives_target() {
+    // Correct programs: no report (the team barriers and locks order).
+    for src in [
+        "tests/c/collectives.c",
+        "tests/c/active_set.c",
+        "tests/c/teams.c",
+        "tests/c/locks.c",
+        "tests/c/contexts.c",
+    ] {
+        let prog = compile(src);
+        let o = oshrun_with(&prog, 4, &["--checked", "--timeout", "30s"]);
+        assert!(o.status.success(), "{src} under --checked: {}", text(&o));
+    }
+    // PE 1 reads PE 0's fcollect target while PEs 0 and 2 run it.
+    let prog = compile("tests/c/coll_race.c");
+    let o = oshrun_with(&prog, 3, &["--checked", "--timeout", "30s"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let report = out
+        .lines()
+        .find(|l| l.contains("--checked: race"))
+        .unwrap_or_else(|| panic!("no race reported: {out}"));
+    assert!(report.contains("on PE 0's window 'shmem.data'"), "{report}");
+    assert!(report.contains("`dst`+16"), "{report}");
+    assert!(report.contains("PE 2 put into"), "{report}");
+    assert!(report.contains("PE 1 read (get / remote_load)"), "{report}");
+}

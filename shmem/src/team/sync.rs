@@ -123,30 +123,50 @@ impl SyncArea {
         self.barrier.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes every pending signal into the state machine.
-    fn drain(&self, b: &mut Barrier, me: u32, n: u32) {
+    /// The signals waiting in the cells, as (cell, count).
+    fn pending_signals(&self, n: u32) -> Vec<(u64, i64)> {
+        let mut out = Vec::new();
         for round in 0..rounds(n) {
             for parity in 0..2u64 {
-                let cell = self.cells.cell(parity * MAX_ROUNDS as u64 + round as u64);
-                loop {
-                    let v = cell.load(Ordering::Acquire);
-                    if v <= self.cells.base {
-                        break;
-                    }
-                    if cell
-                        .compare_exchange(v, v - 1, Ordering::AcqRel, Ordering::Acquire)
-                        .is_err()
-                    {
-                        continue;
-                    }
-                    let now = b.epoch();
-                    let epoch = if now % 2 == parity { now } else { now + 1 };
-                    if let Err(e) = b.on_message(signaller(me, n, round), epoch, round) {
-                        tracing::warn!(round, epoch, error = %e, "team barrier signal dropped");
-                    }
+                let i = parity * MAX_ROUNDS as u64 + round as u64;
+                let v = self.cells.cell(i).load(Ordering::Acquire) - self.cells.base;
+                if v > 0 {
+                    out.push((i, v));
                 }
             }
         }
+        out
+    }
+
+    /// Takes every pending signal: decrements its cell (an atomic through
+    /// the rank, so that `--checked` sees the signaller's atomic and this
+    /// one on the same cell, and orders what came before the signal
+    /// before what comes after the barrier), then feeds the state machine.
+    async fn drain(&self, p: &Pe, me: u32, n: u32) -> Result<(), SyncError> {
+        for (i, count) in self.pending_signals(n) {
+            let offset = self.cells.offset + i * 8;
+            let here = p.rank().rank();
+            for _ in 0..count {
+                p.rank()
+                    .fetch_add(here, self.cells.window, offset, Dtype::Int64, -1)
+                    .await
+                    .map_err(|source| SyncError::Signal {
+                        pe: here,
+                        round: (i % MAX_ROUNDS as u64) as u32 + 1,
+                        source,
+                    })?;
+            }
+            let (parity, round) = (i / MAX_ROUNDS as u64, (i % MAX_ROUNDS as u64) as u32);
+            let mut b = self.lock();
+            for _ in 0..count {
+                let now = b.epoch();
+                let epoch = if now % 2 == parity { now } else { now + 1 };
+                if let Err(e) = b.on_message(signaller(me, n, round), epoch, round) {
+                    tracing::warn!(round, epoch, error = %e, "team barrier signal dropped");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs one barrier of `members` (global PEs, in member order), this
@@ -158,18 +178,17 @@ impl SyncArea {
         self.lock().enter(Instant::now());
         let mut out = Vec::new();
         loop {
-            let advance = {
-                let mut b = self.lock();
-                self.drain(&mut b, me, n);
-                b.advance(&mut out)
-            };
+            self.drain(p, me, n).await?;
+            let advance = self.lock().advance(&mut out);
             for s in out.drain(..) {
                 let pe = members[s.to as usize];
                 let offset = self.cells.offset + Cells::index(s.epoch, s.round) * 8;
-                let one = 1i64.to_le_bytes();
+                // A fetch_add, not an atomic_add: the target joins a
+                // fetching atomic's clock into the cell (`--checked`), and
+                // the drain's fetch_add there acquires it.
                 let sent = p
                     .rank()
-                    .atomic_add_nb(pe, self.cells.window, offset, Dtype::Int64, &one)
+                    .fetch_add_nb(pe, self.cells.window, offset, Dtype::Int64, 1)
                     .await
                     .and_then(|h| h.detach());
                 if let Err(source) = sent {
