@@ -518,6 +518,8 @@ static inline float shmem_float_fetch(const float *s, int pe) { return shmem_flo
 static inline double shmem_double_fetch(const double *s, int pe) { return shmem_double_atomic_fetch(s, pe); }
 static inline void shmem_float_set(float *d, float v, int pe) { shmem_float_atomic_set(d, v, pe); }
 static inline void shmem_double_set(double *d, double v, int pe) { shmem_double_atomic_set(d, v, pe); }
+/* The profiling interface's control call: pld has no profiling levels. */
+static inline void shmem_pcontrol(const int level, ...) { (void)level; }
 static inline void shmem_clear_cache_inv(void) {}
 static inline void shmem_set_cache_inv(void) {}
 static inline void shmem_udcflush(void) {}
@@ -617,18 +619,6 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_SEL_ctx_fetch_xor(T, N) T: shmem_ctx_##N##_atomic_fetch_xor,
 #define PLD_SEL_ctx_fetch_xor_nbi(T, N) T: shmem_ctx_##N##_atomic_fetch_xor_nbi,
 #define PLD_SEL_ctx_xor(T, N) T: shmem_ctx_##N##_atomic_xor,
-#define PLD_SEL_ctx_broadcast(T, N) T: shmem_ctx_##N##_broadcast,
-#define PLD_SEL_ctx_collect(T, N) T: shmem_ctx_##N##_collect,
-#define PLD_SEL_ctx_fcollect(T, N) T: shmem_ctx_##N##_fcollect,
-#define PLD_SEL_ctx_alltoall(T, N) T: shmem_ctx_##N##_alltoall,
-#define PLD_SEL_ctx_alltoalls(T, N) T: shmem_ctx_##N##_alltoalls,
-#define PLD_SEL_ctx_and_reduce(T, N) T: shmem_ctx_##N##_and_reduce,
-#define PLD_SEL_ctx_or_reduce(T, N) T: shmem_ctx_##N##_or_reduce,
-#define PLD_SEL_ctx_xor_reduce(T, N) T: shmem_ctx_##N##_xor_reduce,
-#define PLD_SEL_ctx_max_reduce(T, N) T: shmem_ctx_##N##_max_reduce,
-#define PLD_SEL_ctx_min_reduce(T, N) T: shmem_ctx_##N##_min_reduce,
-#define PLD_SEL_ctx_sum_reduce(T, N) T: shmem_ctx_##N##_sum_reduce,
-#define PLD_SEL_ctx_prod_reduce(T, N) T: shmem_ctx_##N##_prod_reduce,
 #define PLD_SEL_broadcast(T, N) T: shmem_##N##_broadcast,
 #define PLD_SEL_collect(T, N) T: shmem_##N##_collect,
 #define PLD_SEL_fcollect(T, N) T: shmem_##N##_fcollect,
@@ -641,18 +631,26 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_SEL_min_reduce(T, N) T: shmem_##N##_min_reduce,
 #define PLD_SEL_sum_reduce(T, N) T: shmem_##N##_sum_reduce,
 #define PLD_SEL_prod_reduce(T, N) T: shmem_##N##_prod_reduce,
+/* The C types a generic call can see (the <stdint.h> names are typedefs
+ * of these), each with the typed call it selects. */
 #define PLD_SHMEM_REDUCE_BIT_BASE_TYPES(X) \
   X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint) \
-  X(unsigned long, ulong) X(unsigned long long, ulonglong)
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) \
+  X(signed char, int8) X(short, int16) X(int, int32) X(long, int64)
 #define PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(X) \
   X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long) \
-  X(long long, longlong) PLD_SHMEM_REDUCE_BIT_BASE_TYPES(X) \
+  X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort) \
+  X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong) \
   X(float, float) X(double, double) X(long double, longdouble)
+#define PLD_SHMEM_REDUCE_SUM_BASE_TYPES(X) \
+  PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(X) X(float _Complex, complexf) X(double _Complex, complexd)
+#define PLD_SHMEM_AMO_BIT_GENERIC_TYPES(X) \
+  PLD_SHMEM_AMO_BIT_BASE_TYPES(X) X(int, int32) X(long, int64)
 
 #define PLD_RMA_SEL(op, x) _Generic((x), PLD_SHMEM_RMA_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_AMO_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_EXT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BASE_TYPES(PLD_SEL_##op) PLD_SHMEM_AMO_EXT_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
-#define PLD_BIT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define PLD_BIT_SEL(op, x) _Generic((x), PLD_SHMEM_AMO_BIT_GENERIC_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_P2P_SEL(op, x) _Generic((x), PLD_SHMEM_P2P_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 
 #define shmem_put(...) PLD_CAT(PLD_G_put_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
@@ -686,44 +684,25 @@ void pld_shmem_generic_bad_type(void);
 #define PLD_G_put_signal_nbi_7(dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(put_signal_nbi, *(dest))(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define PLD_G_put_signal_nbi_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) PLD_RMA_SEL(ctx_put_signal_nbi, *(dest))(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
 
-#define shmem_broadcast(...) PLD_CAT(PLD_G_broadcast_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_broadcast_5(team, dest, source, nelems, root) PLD_RMA_SEL(broadcast, *(dest))(team, dest, source, nelems, root)
-#define PLD_G_broadcast_6(ctx, team, dest, source, nelems, root) PLD_RMA_SEL(ctx_broadcast, *(dest))(ctx, team, dest, source, nelems, root)
-#define shmem_collect(...) PLD_CAT(PLD_G_collect_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_collect_4(team, dest, source, nelems) PLD_RMA_SEL(collect, *(dest))(team, dest, source, nelems)
-#define PLD_G_collect_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_collect, *(dest))(ctx, team, dest, source, nelems)
-#define shmem_fcollect(...) PLD_CAT(PLD_G_fcollect_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_fcollect_4(team, dest, source, nelems) PLD_RMA_SEL(fcollect, *(dest))(team, dest, source, nelems)
-#define PLD_G_fcollect_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_fcollect, *(dest))(ctx, team, dest, source, nelems)
-#define shmem_alltoall(...) PLD_CAT(PLD_G_alltoall_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_alltoall_4(team, dest, source, nelems) PLD_RMA_SEL(alltoall, *(dest))(team, dest, source, nelems)
-#define PLD_G_alltoall_5(ctx, team, dest, source, nelems) PLD_RMA_SEL(ctx_alltoall, *(dest))(ctx, team, dest, source, nelems)
-#define shmem_alltoalls(...) PLD_CAT(PLD_G_alltoalls_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_alltoalls_6(team, dest, source, dst, sst, nelems) PLD_RMA_SEL(alltoalls, *(dest))(team, dest, source, dst, sst, nelems)
-#define PLD_G_alltoalls_7(ctx, team, dest, source, dst, sst, nelems) PLD_RMA_SEL(ctx_alltoalls, *(dest))(ctx, team, dest, source, dst, sst, nelems)
+#define shmem_broadcast(team, dest, source, nelems, root) PLD_RMA_SEL(broadcast, *(dest))(team, dest, source, nelems, root)
+#define shmem_collect(team, dest, source, nelems) PLD_RMA_SEL(collect, *(dest))(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) PLD_RMA_SEL(fcollect, *(dest))(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) PLD_RMA_SEL(alltoall, *(dest))(team, dest, source, nelems)
+#define shmem_alltoalls(team, dest, source, dst, sst, nelems) PLD_RMA_SEL(alltoalls, *(dest))(team, dest, source, dst, sst, nelems)
 #define PLD_RBIT_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_BIT_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
 #define PLD_RARITH_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_ARITH_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
-#define shmem_and_reduce(...) PLD_CAT(PLD_G_and_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_and_reduce_4(team, dest, source, n) PLD_RBIT_SEL(and_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_and_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_and_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_or_reduce(...) PLD_CAT(PLD_G_or_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_or_reduce_4(team, dest, source, n) PLD_RBIT_SEL(or_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_or_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_or_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_xor_reduce(...) PLD_CAT(PLD_G_xor_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_xor_reduce_4(team, dest, source, n) PLD_RBIT_SEL(xor_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_xor_reduce_5(ctx, team, dest, source, n) PLD_RBIT_SEL(ctx_xor_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_max_reduce(...) PLD_CAT(PLD_G_max_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_max_reduce_4(team, dest, source, n) PLD_RARITH_SEL(max_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_max_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_max_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_min_reduce(...) PLD_CAT(PLD_G_min_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_min_reduce_4(team, dest, source, n) PLD_RARITH_SEL(min_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_min_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_min_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_sum_reduce(...) PLD_CAT(PLD_G_sum_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_sum_reduce_4(team, dest, source, n) PLD_RARITH_SEL(sum_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_sum_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_sum_reduce, *(dest))(ctx, team, dest, source, n)
-#define shmem_prod_reduce(...) PLD_CAT(PLD_G_prod_reduce_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
-#define PLD_G_prod_reduce_4(team, dest, source, n) PLD_RARITH_SEL(prod_reduce, *(dest))(team, dest, source, n)
-#define PLD_G_prod_reduce_5(ctx, team, dest, source, n) PLD_RARITH_SEL(ctx_prod_reduce, *(dest))(ctx, team, dest, source, n)
+#define PLD_RSUM_SEL(op, x) _Generic((x), PLD_SHMEM_REDUCE_SUM_BASE_TYPES(PLD_SEL_##op) default: pld_shmem_generic_bad_type)
+#define shmem_and_reduce(team, dest, source, n) PLD_RBIT_SEL(and_reduce, *(dest))(team, dest, source, n)
+#define shmem_or_reduce(team, dest, source, n) PLD_RBIT_SEL(or_reduce, *(dest))(team, dest, source, n)
+#define shmem_xor_reduce(team, dest, source, n) PLD_RBIT_SEL(xor_reduce, *(dest))(team, dest, source, n)
+#define shmem_max_reduce(team, dest, source, n) PLD_RARITH_SEL(max_reduce, *(dest))(team, dest, source, n)
+#define shmem_min_reduce(team, dest, source, n) PLD_RARITH_SEL(min_reduce, *(dest))(team, dest, source, n)
+#define shmem_sum_reduce(team, dest, source, n) PLD_RSUM_SEL(sum_reduce, *(dest))(team, dest, source, n)
+#define shmem_prod_reduce(team, dest, source, n) PLD_RSUM_SEL(prod_reduce, *(dest))(team, dest, source, n)
+/* shmem_sync(team) is the team barrier; the 1.4 four-argument form stays. */
+#define shmem_sync(...) PLD_CAT(PLD_G_sync_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define PLD_G_sync_1(team) shmem_team_sync(team)
+#define PLD_G_sync_4(PE_start, logPE_stride, PE_size, pSync) (shmem_sync)(PE_start, logPE_stride, PE_size, pSync)
 
 #define shmem_atomic_fetch(...) PLD_CAT(PLD_G_atomic_fetch_, PLD_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define PLD_G_atomic_fetch_2(source, pe) PLD_EXT_SEL(fetch, *(source))(source, pe)

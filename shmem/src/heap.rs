@@ -11,8 +11,10 @@ pub const MIN_ALIGN: u64 = 16;
 
 /// The heap's base address is a multiple of this on every PE, so that an
 /// offset aligned to it (or less) is an address aligned as much: the
-/// largest alignment `shmem_align` grants (a huge page).
-pub const HEAP_ALIGN: u64 = 2 << 20;
+/// largest alignment `shmem_align` grants. The mapping reserves this
+/// much more address space than the heap (never committed), so it costs
+/// no memory.
+pub const HEAP_ALIGN: u64 = 1 << 30;
 
 /// Maps `size` bytes of zeroed memory for the heap, `HEAP_ALIGN`-aligned,
 /// committed only as pages are touched. Never unmapped: the heap lives as
@@ -61,7 +63,7 @@ pub enum HeapError {
         total: u64,
     },
     /// An alignment that is not a power of two, or larger than the heap's.
-    #[error("alignment {align} is not a power of two of at most 2 MiB")]
+    #[error("alignment {align} is not a power of two of at most 1 GiB")]
     BadAlign { align: u64 },
     /// A pointer that no allocation starts at.
     #[error("offset {offset} of the symmetric heap is not the start of a live allocation")]

@@ -249,6 +249,14 @@ pub(crate) unsafe fn collect<T: Plain>(
             counts.push(i64::from_le_bytes(b[..8].try_into().unwrap_or_default()));
         }
         let total: i64 = counts.iter().sum();
+        if total <= 0 {
+            // Nothing moves (every member saw the same counts); the
+            // barrier keeps the count cell until all have read it.
+            g.barrier().await?;
+            // SAFETY: as above.
+            unsafe { here.write_volatile(cells.base) };
+            return Ok(());
+        }
         // The matrix all_to_all_v takes: every member sends its part to all.
         let m: Vec<i64> = (0..n * n).map(|k| counts[k / n]).collect();
         let send = vec![x; n];

@@ -174,6 +174,10 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
         fatal(format!("shmem_calloc({count}, {size}): the size overflows"));
     };
     let p = pe("shmem_calloc");
+    // As shmem_malloc(0): NULL on every PE.
+    if total == 0 {
+        return std::ptr::null_mut();
+    }
     let off = match p.heap().alloc(total as u64, MIN_ALIGN) {
         Ok(off) => off,
         Err(e) => fatal(format!("shmem_calloc({count}, {size}): {e}")),

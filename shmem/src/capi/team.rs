@@ -128,7 +128,10 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     let p = pe(call);
     let mine = all.contains(&p.rank().rank()).then(|| all.clone());
     let what = format!("split of {} from {start} by {stride}", parent.name);
-    let made = split(p, call, &parent, mine, what);
+    // Out of team slots: SHMEM_TEAM_INVALID and nonzero, on every PE.
+    let Ok(made) = split(p, call, &parent, mine, what) else {
+        return -1;
+    };
     // SAFETY: the caller's contract.
     unsafe { give(new_team, made, contexts(config, config_mask)) };
     0
@@ -172,20 +175,17 @@ pub unsafe extern "C" fn shmem_team_split_2d(
         .map(|i| parent.members[i])
         .collect();
     let column: Vec<u32> = (me % x..n).step_by(x).map(|i| parent.members[i]).collect();
-    let xs = split(
-        p,
-        call,
-        &parent,
-        Some(row),
-        format!("x-axis of {}", parent.name),
-    );
-    let ys = split(
-        p,
-        call,
-        &parent,
-        Some(column),
-        format!("y-axis of {}", parent.name),
-    );
+    let x_name = format!("x-axis of {}", parent.name);
+    let Ok(xs) = split(p, call, &parent, Some(row), x_name) else {
+        return -1;
+    };
+    let y_name = format!("y-axis of {}", parent.name);
+    let Ok(ys) = split(p, call, &parent, Some(column), y_name) else {
+        if let Some(x) = xs {
+            p.teams().remove(x);
+        }
+        return -1;
+    };
     // SAFETY: the caller's contract.
     unsafe {
         give(xaxis_team, xs, contexts(xaxis_config, xaxis_mask));

@@ -161,30 +161,34 @@ pub(crate) fn team(p: &Pe, call: &'static str, team: usize) -> Arc<Team> {
 
 /// Splits `parent`: every member of the parent calls it with its own
 /// `mine` (the members of the team it joins, or `None`); returns the new
-/// team's handle, or `None` where `mine` is. Collective over the parent.
+/// team's handle, or `None` where `mine` is. Collective over the parent;
+/// `Err` (on every parent member alike) when no slot is free on all of
+/// them: a PE belongs to [`SLOTS`] teams at most.
 pub(crate) fn split(
     p: &Pe,
     call: &'static str,
     parent: &Team,
     mine: Option<Vec<u32>>,
     what: String,
-) -> Option<usize> {
+) -> Result<Option<usize>, NoSlot> {
     let used = p.teams().used();
     let all = p.run(call, group::agree_mask(p, parent, used));
-    let slot = (0..SLOTS).find(|s| all & (1 << s) == 0);
-    let Some(slot) = slot else {
-        fatal(format!(
-            "{call}: no free team slot on every PE of {}: a PE belongs to {SLOTS} teams at most; destroy teams no longer used",
-            parent.name
-        ))
+    let Some(slot) = (0..SLOTS).find(|s| all & (1 << s) == 0) else {
+        return Err(NoSlot);
     };
-    let members = mine?;
+    let Some(members) = mine else {
+        return Ok(None);
+    };
     let name = format!(
         "team {{id}} ({what}: PEs {})",
         pld_proto::barrier::join(&members)
     );
-    Some(p.teams().add(p, members, slot, name))
+    Ok(Some(p.teams().add(p, members, slot, name)))
 }
+
+/// No team slot is free on every member of the parent.
+#[derive(Debug)]
+pub(crate) struct NoSlot;
 
 /// The members of a team to be: `size` parent members from `start`,
 /// `stride` apart, as global PEs; `None` if they are not all members.
