@@ -21,7 +21,7 @@ pub const DATA_WINDOW: &str = "shmem.data";
 /// Bytes at the start of the heap window the library keeps for itself
 /// (the teams' sync cells, `team::SLOTS` slots); programs' allocations
 /// start after.
-pub const RESERVED: u64 = 64 << 10;
+pub const RESERVED: u64 = 1 << 20;
 
 /// A fetching op whose value lands in the program's memory at the next
 /// quiet: a fetching `_nbi` atomic, or a `get_nbi` into private memory.

@@ -64,6 +64,11 @@ pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
         Scope::Team(id) => Some(Held::Team(team::team(p, call, id))),
         Scope::Active(set, psync) => {
             let all = members(call, p, set);
+            // The whole job: the world team (its barrier and scratch).
+            let n = p.rank().nranks();
+            if all.len() as u32 == n && all.iter().enumerate().all(|(i, m)| *m == i as u32) {
+                return Some(Held::Team(team::team(p, call, team::WORLD)));
+            }
             let me = all
                 .iter()
                 .position(|m| *m == p.rank().rank())
@@ -145,6 +150,25 @@ fn scratch<T: Plain>(
     }
 }
 
+/// Where a collective whose results take `elems` elements works: the
+/// team's own scratch when they fit (no barrier on entry — the house's
+/// closing barrier keeps the scratch for the next call — and the results
+/// are copied to `dest`), else the program's `dest` itself after a
+/// barrier on entry. Returns the scratch and whether it is `dest`.
+async fn workspace<T: Plain>(
+    p: &Pe,
+    call: &'static str,
+    g: &Members<'_>,
+    dest: *mut T,
+    elems: usize,
+) -> Result<(Scratch<pld_server::WindowId>, bool), CollError> {
+    if let Some(s) = g.scratch_for((elems * T::SIZE) as u64) {
+        return Ok((s, false));
+    }
+    g.barrier().await?;
+    Ok((scratch(p, call, dest, elems), true))
+}
+
 fn root_of(call: &'static str, g: &Members<'_>, root: i32) -> u32 {
     match u32::try_from(root) {
         Ok(r) if r < g.nranks() => r,
@@ -181,15 +205,18 @@ pub(crate) unsafe fn broadcast<T: Plain>(
         };
         // SAFETY: as above.
         let kept = (me && root_keeps).then(|| unsafe { read(dest, nelems) });
-        g.barrier().await?;
         if nelems == 0 {
-            return Ok(());
+            return g.barrier().await;
         }
-        let s = scratch(p, call, dest, nelems);
-        coll::broadcast(&g, &s, &x, root).await.map_err(flatten)?;
-        if let Some(k) = kept {
+        let (s, in_dest) = workspace(p, call, &g, dest, nelems).await?;
+        let r = coll::broadcast(&g, &s, &x, root).await.map_err(flatten)?;
+        match kept {
             // SAFETY: as above.
-            unsafe { write(dest, &k) };
+            Some(k) if in_dest => unsafe { write(dest, &k) },
+            Some(_) => {}
+            // SAFETY: as above.
+            None if !in_dest => unsafe { write(dest, &r) },
+            None => {}
         }
         Ok(())
     })
@@ -210,12 +237,16 @@ pub(crate) unsafe fn fcollect<T: Plain>(
     over(call, scope, async move |p, g| {
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nelems) };
-        g.barrier().await?;
         if nelems == 0 {
-            return Ok(());
+            return g.barrier().await;
         }
-        let s = scratch(p, call, dest, nelems * g.nranks() as usize);
-        coll::allgather(&g, &s, &x).await.map_err(flatten)?;
+        let all = nelems * g.nranks() as usize;
+        let (s, in_dest) = workspace(p, call, &g, dest, all).await?;
+        let r = coll::allgather(&g, &s, &x).await.map_err(flatten)?;
+        if !in_dest {
+            // SAFETY: as above.
+            unsafe { write(dest, &r) };
+        }
         Ok(())
     })
 }
@@ -287,12 +318,15 @@ pub(crate) unsafe fn alltoall<T: Plain>(
         let all = nelems * g.nranks() as usize;
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, all) };
-        g.barrier().await?;
         if all == 0 {
-            return Ok(());
+            return g.barrier().await;
         }
-        let s = scratch(p, call, dest, all);
-        coll::all_to_all(&g, &s, &x).await.map_err(flatten)?;
+        let (s, in_dest) = workspace(p, call, &g, dest, all).await?;
+        let r = coll::all_to_all(&g, &s, &x).await.map_err(flatten)?;
+        if !in_dest {
+            // SAFETY: as above.
+            unsafe { write(dest, &r) };
+        }
         Ok(())
     })
 }
@@ -354,14 +388,21 @@ pub(crate) unsafe fn reduce<T: Plain, F: Fn(T, T) -> T + Sync>(
     over(call, scope, async move |p, g| {
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nreduce) };
-        g.barrier().await?;
         if nreduce == 0 {
-            return Ok(());
+            return g.barrier().await;
         }
-        let s = scratch(p, call, dest, nreduce);
-        let r = coll::allreduce_by(&g, &s, &x, &combine, Algo::Ring)
-            .await
-            .map_err(flatten)?;
+        // Small: every member's vector in the team's scratch, one round
+        // (mesh). Large: the ring, its scratch `dest` (N elements).
+        let mesh = nreduce * g.nranks() as usize;
+        let r = match g.scratch_for((mesh * T::SIZE) as u64) {
+            Some(s) => coll::allreduce_by(&g, &s, &x, &combine, Algo::Mesh).await,
+            None => {
+                g.barrier().await?;
+                let s = scratch(p, call, dest, nreduce);
+                coll::allreduce_by(&g, &s, &x, &combine, Algo::Ring).await
+            }
+        }
+        .map_err(flatten)?;
         // SAFETY: as above.
         unsafe { write(dest, &r) };
         Ok(())

@@ -33,6 +33,8 @@ pub(crate) struct Members<'a> {
     name: &'a str,
     /// Every PE of the job, in order: pld's own barrier serves.
     world: bool,
+    /// A team's own scratch (an active set has none).
+    scratch: Option<Scratch<WindowId>>,
 }
 
 impl<'a> Members<'a> {
@@ -45,6 +47,7 @@ impl<'a> Members<'a> {
             sync: &team.sync,
             name: &team.name,
             world: is_world(pe, &team.members),
+            scratch: Some(team.scratch),
         }
     }
 
@@ -64,12 +67,18 @@ impl<'a> Members<'a> {
             sync,
             name,
             world: is_world(pe, members),
+            scratch: None,
         }
     }
 
     /// The global PE of member `i`.
     pub(crate) fn pe_of(&self, i: u32) -> u32 {
         self.members[i as usize]
+    }
+
+    /// The team's own scratch, if it has `bytes` of room.
+    pub(crate) fn scratch_for(&self, bytes: u64) -> Option<Scratch<WindowId>> {
+        self.scratch.filter(|s| bytes <= s.bytes)
     }
 
     /// The sync area's cells.

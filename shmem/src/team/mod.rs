@@ -13,15 +13,20 @@ pub(crate) mod group;
 pub(crate) mod sync;
 
 use crate::pe::{Pe, RESERVED, fatal};
+use pld_proto::collective::Scratch;
+use pld_server::WindowId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use sync::{Cells, SyncArea};
 
-/// Bytes of one team slot in the reserved heap bytes.
-pub(crate) const SLOT_BYTES: u64 = 1024;
+/// Bytes of one team slot in the reserved heap bytes: its sync cells,
+/// then its scratch.
+pub(crate) const SLOT_BYTES: u64 = 16 << 10;
+/// The bytes of a slot that hold its sync cells.
+const CELL_BYTES: u64 = 1024;
 /// How many teams a PE can belong to at once (world and shared included).
 pub(crate) const SLOTS: u32 = (RESERVED / SLOT_BYTES) as u32;
-const _: () = assert!(sync::SYNC_CELLS * 8 <= SLOT_BYTES && SLOTS <= 64);
+const _: () = assert!(sync::SYNC_CELLS * 8 <= CELL_BYTES && SLOTS <= 64);
 
 /// `SHMEM_TEAM_WORLD`'s handle (shmem.h defines the same numbers).
 pub(crate) const WORLD: usize = 1;
@@ -44,6 +49,9 @@ pub(crate) struct Team {
     pub name: String,
     /// Its barrier.
     pub sync: SyncArea,
+    /// Its scratch: where a small collective works (the house's
+    /// algorithms end with a barrier, so the next one may reuse it).
+    pub scratch: Scratch<WindowId>,
 }
 
 impl Team {
@@ -62,7 +70,13 @@ impl Team {
             base: 0,
         };
         let sync = SyncArea::new(me, members.len() as u32, cells);
+        let scratch = Scratch {
+            window: p.heap_window(),
+            base: offset + CELL_BYTES,
+            bytes: SLOT_BYTES - CELL_BYTES,
+        };
         Team {
+            scratch,
             id,
             members,
             me,
