@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Windows every test cluster has: `data` big enough for 8 MiB transfers,
 /// and `signal`.
@@ -231,9 +231,9 @@ impl Daemon {
     /// Waits for the daemon's ready line (it prints it once every peer is
     /// connected) and returns it. Panics if the daemon exits or times out.
     pub fn wait_ready(&mut self, within: Duration) -> String {
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         let line = loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
             let line = self
                 .stdout
                 .lock()
@@ -269,14 +269,14 @@ impl Daemon {
 
     /// Waits for the daemon to exit on its own; returns success and stderr.
     pub fn wait_exit(mut self, within: Duration) -> (bool, String) {
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 let stderr = self.stderr.take().and_then(|t| t.join().ok());
                 return (status.success(), stderr.unwrap_or_default());
             }
             assert!(
-                std::time::Instant::now() < deadline,
+                Instant::now() < deadline,
                 "rank {} still running after {within:?}",
                 self.rank
             );
@@ -293,12 +293,12 @@ impl Daemon {
 
     /// Waits (up to `within`) until the process's stderr contains `text`.
     pub fn wait_log(&self, text: &str, within: Duration) -> bool {
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         loop {
             if self.log_so_far().contains(text) {
                 return true;
             }
-            if std::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return false;
             }
             // Polling a pipe another thread reads: no event to wait on.
@@ -352,8 +352,22 @@ impl Daemon {
 
     /// Stops the process (SIGSTOP): it holds its sockets and answers
     /// nothing until [`Daemon::resume`].
+    ///
+    /// kill(2) returns before the signal has reached every thread: a thread
+    /// running on another core goes on until it is interrupted, and may
+    /// still answer what arrives meanwhile. So this returns only once every
+    /// thread of the process is seen stopped in `/proc`.
     pub fn pause(&self) {
         self.signal(libc::SIGSTOP);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !all_threads_stopped(self.child.id()) {
+            assert!(
+                Instant::now() < deadline,
+                "rank {} not stopped 10 s after SIGSTOP",
+                self.rank
+            );
+            std::thread::yield_now();
+        }
     }
 
     /// Resumes a paused process (SIGCONT).
@@ -387,6 +401,23 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether every thread of process `pid` is in the stopped state (`T`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                // The state follows the command name, which is in parentheses.
+                let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+                Some(state == "T" || state == "t")
+            })
+            .unwrap_or(false)
+    })
 }
 
 /// Configuration of an embedded rank of a test cluster.
