@@ -31,8 +31,7 @@ impl Rank {
     /// [`Rank::quiet`] with an explicit deadline; on expiry the error lists
     /// the outstanding ops per peer.
     pub async fn quiet_within(&self, timeout: Duration) -> Result<()> {
-        self.quiet_until(crate::deadline::after(timeout), timeout)
-            .await?;
+        self.quiet_until(None, timeout).await?;
         match self.state.implicit().take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -41,13 +40,16 @@ impl Rank {
 
     /// Waits for every op issued before the call (a barrier's first step
     /// too); failed implicit requests stay for the next `quiet`.
-    async fn quiet_until(&self, deadline: Instant, timeout: Duration) -> Result<()> {
+    /// `deadline` None: `timeout` from now, read only if a link is busy.
+    async fn quiet_until(&self, deadline: Option<Instant>, timeout: Duration) -> Result<()> {
         // Only links sent something since the last quiet can be busy; most
-        // quiets (every barrier's) find none: no list of tickets or reports.
+        // quiets (every barrier's) find none: no list of tickets or reports,
+        // not even a look at the clock.
         let links = self.links.busy(self.state.touched());
         if links.is_empty() {
             return Ok(());
         }
+        let deadline = deadline.unwrap_or_else(|| crate::deadline::after(timeout));
         let tickets: Vec<_> = links.iter().map(|l| (l, l.ticket())).collect();
         for link in &links {
             link.flush().await;
@@ -90,7 +92,7 @@ impl Rank {
         let deadline = crate::deadline::after(timeout);
         // A barrier is quiet + dissemination: once this rank signals, its
         // earlier ops are applied, and nobody leaves before every rank signalled.
-        self.quiet_until(deadline, timeout).await?;
+        self.quiet_until(Some(deadline), timeout).await?;
         let state = &self.state;
         let barrier = state.barrier();
         barrier.enter(std::time::Instant::now(), state.checked().map(|c| &**c));
@@ -283,6 +285,13 @@ impl Rank {
         }
         let deadline = crate::deadline::after(timeout);
         self.state.windows().board().until(deadline, ready).await
+    }
+
+    /// Runs `hook` after every change a peer makes to any window of this
+    /// rank (what wakes [`Rank::watch`]), on the thread that applied it:
+    /// it must be quick. Set once; false if a hook was already set.
+    pub fn on_window_change(&self, hook: crate::window::board::ChangeHook) -> bool {
+        self.state.windows().board().on_change(hook)
     }
 
     fn signal_cell(

@@ -81,7 +81,7 @@ pub(super) unsafe fn add_locked(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
 /// # Safety
 /// `p` must be valid and aligned for `dtype`, which is Int32 or Int64; for
 /// Int32 the value fits in i32.
-pub(super) unsafe fn fetch_add(p: *mut u8, dtype: Dtype, value: i64) -> i64 {
+pub unsafe fn fetch_add(p: *mut u8, dtype: Dtype, value: i64) -> i64 {
     // SAFETY: the caller's contract.
     unsafe {
         match dtype {
@@ -95,7 +95,7 @@ pub(super) unsafe fn fetch_add(p: *mut u8, dtype: Dtype, value: i64) -> i64 {
 ///
 /// # Safety
 /// As for [`fetch_add`].
-pub(super) unsafe fn compare_swap(p: *mut u8, dtype: Dtype, expected: i64, desired: i64) -> i64 {
+pub unsafe fn compare_swap(p: *mut u8, dtype: Dtype, expected: i64, desired: i64) -> i64 {
     // SAFETY: the caller's contract.
     unsafe {
         match dtype {
@@ -120,7 +120,7 @@ pub(super) unsafe fn compare_swap(p: *mut u8, dtype: Dtype, expected: i64, desir
 ///
 /// # Safety
 /// As for [`fetch_add`].
-pub(super) unsafe fn cell_op(p: *mut u8, dtype: Dtype, op: CellOp) -> i64 {
+pub unsafe fn cell_op(p: *mut u8, dtype: Dtype, op: CellOp) -> i64 {
     // One body for both widths: the value is truncated to the cell's.
     macro_rules! apply {
         ($atomic:ty, $int:ty) => {{
@@ -154,7 +154,7 @@ pub(super) unsafe fn cell_op(p: *mut u8, dtype: Dtype, op: CellOp) -> i64 {
 ///
 /// # Safety
 /// `p` must be valid and 8-byte aligned.
-pub(super) unsafe fn signal64(p: *mut u8, op: NotifyOp, value: u64) {
+pub unsafe fn signal64(p: *mut u8, op: NotifyOp, value: u64) {
     // SAFETY: the caller's contract.
     let cell = unsafe { AtomicU64::from_ptr(p.cast()) };
     match op {

@@ -23,8 +23,11 @@
 //! - `set`: a rank's [`Windows`], by name and id;
 //! - `atomic`: the dtype atomics themselves; `board`: waking waiters.
 
-mod atomic;
-mod board;
+// Public for embedders that apply the same single-cell kernels to symmetric
+// memory they reach directly (pld-shmem between PEs of one host), so that
+// an atomic means the same instructions whichever way it arrives.
+pub mod atomic;
+pub mod board;
 mod cells;
 mod rows;
 mod set;
