@@ -59,6 +59,9 @@ pub struct Settings {
     pub cluster_id: String,
     /// The launcher's control pipe (`PLD_SHMEM_CONTROL`: a file descriptor).
     pub control: Option<i32>,
+    /// Whether PEs of one host may share their heaps' memory
+    /// (`PLD_SHMEM_SHARED_MEMORY`: on, the default, or off).
+    pub shared_memory: bool,
 }
 
 impl Settings {
@@ -177,6 +180,13 @@ impl Settings {
                     .map(Some)
                     .map_err(|e| format!("not a file descriptor: {e}"))
             })?,
+            shared_memory: parse(&var, "PLD_SHMEM_SHARED_MEMORY", true, |v| {
+                match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "on" | "true" | "yes" => Ok(true),
+                    "0" | "off" | "false" | "no" => Ok(false),
+                    _ => Err("expected on or off".into()),
+                }
+            })?,
         })
     }
 }
@@ -232,5 +242,14 @@ mod tests {
         assert_eq!(e.var, "SHMEM_SYMMETRIC_SIZE");
         let e = from(&[("PLD_PEERS", "a:1,b:2")]).expect_err("no rank");
         assert_eq!(e.var, "PLD_RANK");
+    }
+
+    #[test]
+    fn shared_memory_is_on_unless_turned_off() {
+        assert!(from(&[]).expect("default").shared_memory);
+        let off = from(&[("PLD_SHMEM_SHARED_MEMORY", "off")]).expect("off");
+        assert!(!off.shared_memory);
+        let e = from(&[("PLD_SHMEM_SHARED_MEMORY", "maybe")]).expect_err("bad");
+        assert_eq!(e.var, "PLD_SHMEM_SHARED_MEMORY");
     }
 }

@@ -18,14 +18,27 @@ pub const HEAP_ALIGN: u64 = 1 << 30;
 
 /// Maps `size` bytes of zeroed memory for the heap, `HEAP_ALIGN`-aligned,
 /// committed only as pages are touched. Never unmapped: the heap lives as
-/// long as the process.
-pub fn map(size: u64) -> std::io::Result<std::ptr::NonNull<u8>> {
+/// long as the process. With `shared`, the heap is a memory file (memfd)
+/// that the other PEs of this host can map too (`crate::near`); its
+/// descriptor is returned. Without, or where memfd is refused, it is
+/// private memory.
+pub fn map(
+    size: u64,
+    shared: bool,
+) -> std::io::Result<(std::ptr::NonNull<u8>, Option<std::os::fd::OwnedFd>)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let align = HEAP_ALIGN as usize;
-    let len = usize::try_from(size)
-        .ok()
-        .and_then(|s| s.checked_add(align))
-        .ok_or_else(|| std::io::Error::other(format!("a heap of {size} bytes is too large")))?;
-    // SAFETY: an anonymous private mapping at an address the kernel picks.
+    let too_large = || std::io::Error::other(format!("a heap of {size} bytes is too large"));
+    let bytes = usize::try_from(size).map_err(|_| too_large())?;
+    let len = bytes.checked_add(align).ok_or_else(too_large)?;
+    let failed = |what: &str| {
+        let e = std::io::Error::last_os_error();
+        std::io::Error::other(format!(
+            "cannot {what} a symmetric heap of {size} bytes (SHMEM_SYMMETRIC_SIZE): {e}"
+        ))
+    };
+    // SAFETY: an anonymous private mapping at an address the kernel picks:
+    // the address space the aligned heap is carved from.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -37,14 +50,42 @@ pub fn map(size: u64) -> std::io::Result<std::ptr::NonNull<u8>> {
         )
     };
     if p == libc::MAP_FAILED {
-        let e = std::io::Error::last_os_error();
-        return Err(std::io::Error::other(format!(
-            "cannot map a symmetric heap of {size} bytes (SHMEM_SYMMETRIC_SIZE): {e}"
-        )));
+        return Err(failed("map"));
     }
     let aligned = (p as usize).div_ceil(align) * align;
-    std::ptr::NonNull::new(aligned as *mut u8)
-        .ok_or_else(|| std::io::Error::other("mmap gave a null address"))
+    let base = std::ptr::NonNull::new(aligned as *mut u8)
+        .ok_or_else(|| std::io::Error::other("mmap gave a null address"))?;
+    if !shared || bytes == 0 {
+        return Ok((base, None));
+    }
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor it
+    // returns is ours alone.
+    let fd = unsafe { libc::memfd_create(c"pld-shmem-heap".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Ok((base, None));
+    }
+    // SAFETY: `fd` was just created and is owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate on our own memory file.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
+        return Err(failed("size"));
+    }
+    // SAFETY: replaces the aligned part of the reservation above (ours,
+    // unused) with the memory file, shared.
+    let q = unsafe {
+        libc::mmap(
+            aligned as *mut libc::c_void,
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if q == libc::MAP_FAILED {
+        return Err(failed("share"));
+    }
+    Ok((base, Some(fd)))
 }
 
 /// Why an allocation call failed.

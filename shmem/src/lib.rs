@@ -5,13 +5,16 @@
 //! ([`pld_server::Rank`]): its symmetric heap and its data segment are the
 //! rank's windows, so a local load sees what a remote put wrote and
 //! `shmem_ptr` to the own PE is the local address. Every call maps to pld
-//! ops of one message each. See docs/shmem.md.
+//! ops of one message each — or, when every PE runs on one host, to a
+//! copy or a CPU atomic in the heap the PEs share (`near`). See
+//! docs/shmem.md.
 //!
 //! - `addr`: pointer -> (window, offset), pure;
 //! - `heap`: the deterministic allocator, pure;
 //! - `env`: a PE's settings from its environment, pure;
 //! - `segment`: the executable's data segment;
 //! - `pe`: the PE (rank, runtime, spaces);
+//! - `near`: the heaps of the PEs of one host, mapped;
 //! - `capi`: the C entry points;
 //! - `launch`: what `pld-oshrun` does.
 
@@ -21,6 +24,7 @@ pub mod env;
 pub mod heap;
 pub mod launch;
 mod names;
+mod near;
 mod pe;
 pub mod segment;
 pub mod symbols;

@@ -18,10 +18,13 @@ use std::time::Duration;
 pub const HEAP_WINDOW: &str = "shmem.heap";
 /// The data segment window's name.
 pub const DATA_WINDOW: &str = "shmem.data";
-/// Bytes at the start of the heap window the library keeps for itself
-/// (the teams' sync cells, `team::SLOTS` slots); programs' allocations
-/// start after.
-pub const RESERVED: u64 = 1 << 20;
+/// Bytes at the start of the heap the teams' sync cells and scratch take
+/// (`team::SLOTS` slots).
+pub const TEAM_BYTES: u64 = 1 << 20;
+/// Bytes at the start of the heap window the library keeps for itself:
+/// the teams' bytes, then this PE's control block (`near::CONTROL`);
+/// programs' allocations start after.
+pub const RESERVED: u64 = TEAM_BYTES + (64 << 10);
 
 /// A fetching op whose value lands in the program's memory at the next
 /// quiet: a fetching `_nbi` atomic, or a `get_nbi` into private memory.
@@ -53,6 +56,8 @@ pub(crate) struct Pe {
     teams: crate::team::Registry,
     /// The PEs on this host: `SHMEM_TEAM_SHARED`.
     shared: Vec<u32>,
+    /// Every PE's heap, mapped, when the job uses shared memory.
+    near: Option<crate::near::Near>,
     /// The contexts the program created.
     contexts: Mutex<crate::capi::ctx::Contexts>,
     /// Per active set and `pSync` array, its barrier.
@@ -150,7 +155,10 @@ fn start() -> anyhow::Result<Pe> {
     config.transport = s.transport;
     // The heap is memory this process maps, aligned to HEAP_ALIGN, so that
     // an offset aligned for `shmem_align` is an aligned address on every PE.
-    let heap = crate::heap::map(s.heap_size)?;
+    // Shared (a memory file the other PEs of this host may map) unless
+    // the race detector must see every op, or the user said no.
+    let share = s.shared_memory && s.checked == pld_server::CheckedMode::Off;
+    let (heap, heap_file) = crate::heap::map(s.heap_size, share)?;
     // SAFETY: the mapping lives as long as the process (it is never
     // unmapped) and is HEAP_ALIGN-aligned; it is symmetric memory.
     let heap_memory = unsafe { ForeignMemory::new(HEAP_WINDOW, heap, s.heap_size)? };
@@ -184,6 +192,16 @@ fn start() -> anyhow::Result<Pe> {
     let rank = rt.block_on(Rank::start(config))?;
     let heap_id = rank.window(HEAP_WINDOW)?;
     let heap_base = rank.local(heap_id)?.base() as usize;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let progress = s.progress.on_host(shared.len(), cores);
+    let near = rt.block_on(crate::near::setup(
+        &rank,
+        heap_id,
+        heap_base,
+        s.heap_size,
+        heap_file,
+        progress,
+    ))?;
     let mut list = vec![Space {
         window: heap_id,
         base: heap_base,
@@ -210,6 +228,7 @@ fn start() -> anyhow::Result<Pe> {
         teams: Mutex::default(),
         contexts: Mutex::default(),
         shared,
+        near,
         active_sets: Mutex::default(),
         load_base,
         symbols: OnceLock::new(),
@@ -222,8 +241,24 @@ impl Pe {
         &self.rank
     }
 
+    /// Every PE's heap, when the job uses shared memory.
+    pub(crate) fn near(&self) -> Option<&crate::near::Near> {
+        self.near.as_ref()
+    }
+
     /// Runs `f` to completion on the PE's runtime.
     pub(crate) fn block<F: std::future::Future>(&self, f: F) -> F::Output {
+        // Most calls through shared memory, and a quiet with nothing
+        // outstanding, are done at their first poll: take that without the
+        // runtime's block_on machinery. A future may be polled with any
+        // waker; block_on polls it again with its own.
+        let inside = self.rt.enter();
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        drop(inside);
         self.rt.block_on(f)
     }
 
@@ -315,6 +350,9 @@ impl Pe {
         let deferred =
             std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
         self.land(call, deferred);
+        // Copies into shared heaps are complete once ordered before what
+        // follows.
+        std::sync::atomic::fence(Ordering::SeqCst);
         self.run(call, self.rank.quiet_within(self.sync_timeout));
     }
 

@@ -51,30 +51,60 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// Runs `src` at 2, 3 and 4 PEs over both transports; each run must exit
-/// 0 and print `expect` (with the PE count).
+/// Runs `src` at 2, 3 and 4 PEs over both transports, with and without
+/// shared memory; each run must exit 0 and print `expect` (with the PE
+/// count).
 fn passes_everywhere(src: &str, expect: &str) {
     passes_at(src, expect, &[2, 3, 4]);
 }
 
-/// Runs `src` at each of `nps` PEs over both transports.
+/// How PEs reach each other's heaps: `pld-oshrun --shared-memory`.
+const MEMORY: [&str; 2] = ["on", "off"];
+
+/// Runs `src` at each of `nps` PEs over both transports, with and without
+/// shared memory.
 fn passes_at(src: &str, expect: &str, nps: &[u32]) {
     let prog = compile(src);
     for transport in ["quic", "tcp"] {
-        for &np in nps {
-            let o = oshrun(&prog, np, transport, "30s");
-            let out = text(&o);
-            assert!(
-                o.status.success(),
-                "{src} at {np} PEs over {transport}: {out}"
-            );
-            let want = format!("{expect} on {np} PEs");
-            assert!(
-                out.contains(&want),
-                "{src} at {np} PEs over {transport} did not print '{want}': {out}"
-            );
+        for shared in MEMORY {
+            for &np in nps {
+                let flags = [
+                    "--transport",
+                    transport,
+                    "--timeout",
+                    "30s",
+                    "--shared-memory",
+                    shared,
+                ];
+                let o = oshrun_with(&prog, np, &flags);
+                let out = text(&o);
+                let how = format!("{src} at {np} PEs over {transport}, shared memory {shared}");
+                assert!(o.status.success(), "{how}: {out}");
+                let want = format!("{expect} on {np} PEs");
+                assert!(out.contains(&want), "{how} did not print '{want}': {out}");
+            }
         }
     }
+}
+
+#[test]
+fn heaps_are_shared_between_pes_of_one_host_unless_turned_off() {
+    let prog = compile("tests/c/rma.c");
+    for (flag, want) in [("on", "shared"), ("off", "none")] {
+        let o = oshrun_with(&prog, 2, &["--transport", "tcp", "--shared-memory", flag]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        let line = format!("shmem_ptr to another PE: {want}");
+        assert!(out.contains(&line), "--shared-memory {flag}: {out}");
+    }
+    // The race detector sees every op: no shared memory under --checked.
+    let o = oshrun_with(&prog, 2, &["--transport", "tcp", "--checked"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("shmem_ptr to another PE: none"),
+        "--checked: {out}"
+    );
 }
 
 #[test]
@@ -320,7 +350,7 @@ fn checked_names_an_unordered_put_and_get_with_both_pes_the_calls_and_the_object
         .find(|l| l.contains("'shmem.heap'"))
         .expect("the heap race");
     assert!(
-        heap.contains("16 bytes into the 64-byte allocation at offset 1048576"),
+        heap.contains("16 bytes into the 64-byte allocation at offset 1114112"),
         "{heap}"
     );
     for r in [data, heap] {

@@ -28,6 +28,11 @@ struct Cli {
     /// spin (busy-poll while there is traffic: the lowest latency).
     #[arg(long, default_value = "sleep", value_parser = ["sleep", "spin"])]
     progress: String,
+    /// Whether the PEs share their heaps' memory (puts, gets and atomics on
+    /// the heap become copies and CPU atomics), or reach each other only
+    /// over the network. Off under --checked.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    shared_memory: String,
     /// How long any wait or barrier may take before it fails naming what is
     /// missing (ms, s, m).
     #[arg(long, value_parser = pld_proto::units::parse_duration)]
@@ -43,7 +48,13 @@ fn is_value(args: &[String], a: &str) -> bool {
     at > 0
         && matches!(
             args[at - 1].as_str(),
-            "--transport" | "--timeout" | "--np" | "-n" | "--progress" | "--checked"
+            "--transport"
+                | "--timeout"
+                | "--np"
+                | "-n"
+                | "--progress"
+                | "--checked"
+                | "--shared-memory"
         )
 }
 
@@ -65,6 +76,7 @@ fn main() -> std::process::ExitCode {
         transport: cli.transport,
         checked: cli.checked,
         progress: cli.progress,
+        shared_memory: cli.shared_memory,
         timeout: cli.timeout,
         program: cli.program,
     };

@@ -4,6 +4,7 @@
 //! bits of an int32 or int64 cell; unsigned and floating-point types are
 //! their bit patterns.
 
+use crate::near::Amo as Near;
 use crate::pe::{Deferred, pe};
 use pld_proto::{BitOp, CellOp, Dtype};
 
@@ -103,12 +104,37 @@ fn cell_at<T>(
     (p, peer, win, off)
 }
 
+/// `amo` through the heap the PEs of this host share, if the cell is in
+/// it: the old value.
+fn near<T: Amo>(
+    p: &crate::pe::Pe,
+    peer: u32,
+    win: pld_server::WindowId,
+    off: u64,
+    amo: Near,
+) -> Option<T> {
+    let old = p.near()?.amo(peer, win, off, T::DTYPE, amo)?;
+    Some(T::from_bits(old))
+}
+
+/// Writes a fetching `_nbi` atomic's old value where the program asked.
+fn land<T>(fetch: *mut T, v: T) {
+    if fetch.is_null() {
+        crate::pe::fatal("a fetching _nbi atomic was given a null fetch pointer");
+    }
+    // SAFETY: the `_nbi` call's contract: `fetch` is valid for a `T`.
+    unsafe { fetch.write_unaligned(v) };
+}
+
 /// `fetch_add` (and `fetch_inc`).
 ///
 /// # Safety
 /// `dest` is the symmetric address of a `T`.
 pub unsafe fn fetch_add<T: Amo>(call: &'static str, dest: *mut T, value: T, pe_: i32) -> T {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    if let Some(old) = near(p, peer, win, off, Near::FetchAdd(value.bits())) {
+        return old;
+    }
     T::from_bits(p.run(
         call,
         p.rank().fetch_add(peer, win, off, T::DTYPE, value.bits()),
@@ -121,6 +147,9 @@ pub unsafe fn fetch_add<T: Amo>(call: &'static str, dest: *mut T, value: T, pe_:
 /// As for [`fetch_add`].
 pub unsafe fn add<T: Amo>(call: &'static str, dest: *mut T, value: T, pe_: i32) {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    if near::<T>(p, peer, win, off, Near::FetchAdd(value.bits())).is_some() {
+        return;
+    }
     let bits = value.bits().to_le_bytes();
     let operand = &bits[..size_of::<T>()];
     if super::ctx::tracking() {
@@ -147,6 +176,13 @@ pub unsafe fn compare_swap<T: Amo>(
     pe_: i32,
 ) -> T {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    let amo = Near::CompareSwap {
+        expected: cond.bits(),
+        desired: value.bits(),
+    };
+    if let Some(old) = near(p, peer, win, off, amo) {
+        return old;
+    }
     let r = p
         .rank()
         .compare_swap(peer, win, off, T::DTYPE, cond.bits(), value.bits());
@@ -166,6 +202,13 @@ pub unsafe fn compare_swap_nbi<T: Amo>(
     pe_: i32,
 ) {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    let amo = Near::CompareSwap {
+        expected: cond.bits(),
+        desired: value.bits(),
+    };
+    if let Some(old) = near(p, peer, win, off, amo) {
+        return land(fetch, old);
+    }
     let r = p
         .rank()
         .compare_swap_nb(peer, win, off, T::DTYPE, cond.bits(), value.bits());
@@ -185,6 +228,9 @@ pub unsafe fn fetch_add_nbi<T: Amo>(
     pe_: i32,
 ) {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    if let Some(old) = near(p, peer, win, off, Near::FetchAdd(value.bits())) {
+        return land(fetch, old);
+    }
     let handle = p.run(
         call,
         p.rank()
@@ -199,6 +245,9 @@ pub unsafe fn fetch_add_nbi<T: Amo>(
 /// As for [`fetch_add`].
 pub unsafe fn cell<T: Amo>(call: &'static str, dest: *mut T, op: Cell<T>, pe_: i32) -> T {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
+    if let Some(old) = near(p, peer, win, off, Near::Cell(op.op(true))) {
+        return old;
+    }
     let handle = p.run(
         call,
         p.rank().cell_op_nb(peer, win, off, T::DTYPE, op.op(true)),
@@ -220,6 +269,12 @@ pub unsafe fn cell_nbi<T: Amo>(
 ) {
     let (p, peer, win, off) = cell_at(call, dest, pe_);
     let wants = !fetch.is_null();
+    if let Some(old) = near::<T>(p, peer, win, off, Near::Cell(op.op(wants))) {
+        if wants {
+            land(fetch, old);
+        }
+        return;
+    }
     let handle = p.run(
         call,
         p.rank().cell_op_nb(peer, win, off, T::DTYPE, op.op(wants)),

@@ -276,7 +276,7 @@ pub(crate) unsafe fn collect<T: Plain>(
         let n = g.nranks() as usize;
         let mut counts = Vec::with_capacity(n);
         for i in 0..n as u32 {
-            let b = p.rank().get(g.pe_of(i), cells.window, at, 8).await?;
+            let b = pld_proto::collective::Group::get(&g, i, cells.window, at, 8).await?;
             counts.push(i64::from_le_bytes(b[..8].try_into().unwrap_or_default()));
         }
         let total: i64 = counts.iter().sum();

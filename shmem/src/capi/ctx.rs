@@ -242,7 +242,9 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, team: *mut usize) -> i32
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_ctx_fence(ctx: usize) {
     let call = "shmem_ctx_fence";
-    find(pe(call), call, ctx);
+    let p = pe(call);
+    find(p, call, ctx);
+    super::sync::fence(p, call);
 }
 
 /// `shmem_ctx_quiet`: every op issued on the context is complete and its

@@ -9,6 +9,7 @@
 //! that PE writes when it joins behind, and [`GRANTED`], which the PE
 //! before it sets when it hands the lock on.
 
+use crate::near::Amo;
 use crate::pe::{Pe, fatal, pe};
 use pld_proto::{BitOp, CellOp, Dtype};
 use pld_server::WindowId;
@@ -53,6 +54,9 @@ impl Lock {
     }
 
     fn tail_op(&self, p: &Pe, call: &'static str, op: CellOp) -> i32 {
+        if let Some(old) = self.near(p, HOME, 0, Amo::Cell(op)) {
+            return old;
+        }
         p.run(
             call,
             p.rank()
@@ -61,6 +65,13 @@ impl Lock {
     }
 
     fn tail_cas(&self, p: &Pe, call: &'static str, expected: i32, desired: i32) -> i32 {
+        let amo = Amo::CompareSwap {
+            expected: expected as i64,
+            desired: desired as i64,
+        };
+        if let Some(old) = self.near(p, HOME, 0, amo) {
+            return old;
+        }
         let r = p.rank();
         p.run(
             call,
@@ -80,10 +91,21 @@ impl Lock {
         let r = p.rank();
         let op = CellOp::Bitwise(BitOp::Or, bits as i64);
         let peer = (who - 1) as u32;
+        if self.near(p, peer, 4, Amo::Cell(op)).is_some() {
+            return;
+        }
         p.run(
             call,
             r.cell_op(peer, self.window, self.offset + 4, Dtype::Int32, op),
         );
+    }
+
+    /// `amo` on the int32 at `self.offset + at` on `peer` through shared
+    /// memory, if the lock is in the shared heap.
+    fn near(&self, p: &Pe, peer: u32, at: u64, amo: Amo) -> Option<i32> {
+        let n = p.near()?;
+        let old = n.amo(peer, self.window, self.offset + at, Dtype::Int32, amo)?;
+        Some(old as i32)
     }
 
     /// Waits until this PE's node satisfies `ready`.

@@ -27,6 +27,9 @@ pub unsafe fn put(
     let (win, off) = p.locate(call, dest, nbytes as u64);
     // SAFETY: the caller's contract.
     let data = unsafe { std::slice::from_raw_parts(source, nbytes) };
+    if p.near().is_some_and(|n| n.put(peer, win, off, data)) {
+        return;
+    }
     if ctx::tracking() {
         let handle = p.run(call, p.rank().put_nb(peer, win, off, data));
         ctx::issued(call, handle);
@@ -55,6 +58,13 @@ pub unsafe fn get(
         return;
     }
     let (win, off) = p.locate(call, source, nbytes as u64);
+    if let Some(n) = p.near() {
+        // SAFETY: the caller's contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(dest, nbytes) };
+        if n.get(peer, win, off, out) {
+            return;
+        }
+    }
     let rank = p.rank();
     if nbi {
         if let (false, Ok((dwin, doff))) =
@@ -200,6 +210,18 @@ pub unsafe fn iput(
         let e = unsafe { std::slice::from_raw_parts(source.add(i * sst * size), size) };
         packed.extend_from_slice(e);
     }
+    if let Some(to) = p.near().and_then(|n| n.at(peer, win, off, span)) {
+        let step = usize::try_from(dst).unwrap_or(0) * size;
+        for (i, e) in packed.chunks_exact(size).enumerate() {
+            // SAFETY: element i of the destination lies at i * step inside
+            // the span `at` checked.
+            unsafe { std::ptr::copy(e.as_ptr(), to.add(i * step), size) };
+        }
+        if let Some(n) = p.near() {
+            n.ring(peer);
+        }
+        return;
+    }
     t.dst.offset = off / t.dtype.size() as u64;
     p.run(
         call,
@@ -240,11 +262,20 @@ pub unsafe fn iget(
     let (win, off) = p.locate(call, source, span);
     t.src.offset = element_offset(call, off, t.dtype);
     let mut packed = vec![0u8; nelems * size];
-    p.run(
-        call,
-        p.rank()
-            .get_region(peer, win, &t, &mut packed, Chunking::default()),
-    );
+    if let Some(from) = p.near().and_then(|n| n.at(peer, win, off, span)) {
+        let step = usize::try_from(sst).unwrap_or(0) * size;
+        for (i, e) in packed.chunks_exact_mut(size).enumerate() {
+            // SAFETY: element i of the source lies at i * step inside the
+            // span `at` checked.
+            unsafe { std::ptr::copy(from.add(i * step), e.as_mut_ptr(), size) };
+        }
+    } else {
+        p.run(
+            call,
+            p.rank()
+                .get_region(peer, win, &t, &mut packed, Chunking::default()),
+        );
+    }
     let dst = usize::try_from(dst).unwrap_or_else(|_| {
         crate::pe::fatal(format!("{call}: destination stride {dst} is not positive"))
     });

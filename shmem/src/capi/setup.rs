@@ -85,16 +85,34 @@ pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe_: i32) -> i32 {
     (symmetric && shmem_pe_accessible(pe_) == 1) as i32
 }
 
-/// `shmem_ptr`: the local address for this PE's own symmetric memory;
-/// NULL for another PE's (pld reaches it over the network only).
+/// `shmem_ptr`: where `dest` on `pe` is in this process — this PE's own
+/// symmetric memory, or another PE's heap when the job shares memory
+/// (docs/shmem.md); NULL where only the network reaches.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_ptr(dest: *const c_void, pe_: i32) -> *mut c_void {
     let p = pe("shmem_ptr");
-    let mine = pe_ >= 0 && pe_ as u32 == p.rank().rank();
-    match mine && p.try_locate("shmem_ptr", dest.cast(), 1).is_ok() {
-        true => dest.cast_mut(),
-        false => std::ptr::null_mut(),
+    match u32::try_from(pe_) {
+        Ok(peer) if peer < p.rank().nranks() => pointer_on(p, "shmem_ptr", dest, peer),
+        _ => std::ptr::null_mut(),
     }
+}
+
+/// Where symmetric `dest` on `peer` is in this process, or NULL.
+pub(crate) fn pointer_on(
+    p: &crate::pe::Pe,
+    call: &'static str,
+    dest: *const c_void,
+    peer: u32,
+) -> *mut c_void {
+    let Ok((win, off)) = p.try_locate(call, dest.cast(), 1) else {
+        return std::ptr::null_mut();
+    };
+    if peer == p.rank().rank() {
+        return dest.cast_mut();
+    }
+    p.near()
+        .and_then(|n| n.at(peer, win, off, 1))
+        .map_or(std::ptr::null_mut(), |a| a.cast())
 }
 
 /// `shmem_info_get_version`.

@@ -40,6 +40,13 @@ pub unsafe fn put_signal(
     let sig = p.locate(call, sig_addr.cast(), 8);
     // SAFETY: the caller's contract.
     let data = unsafe { std::slice::from_raw_parts(source, nbytes) };
+    if let Some(n) = p.near() {
+        // Both in the shared heap: the data, then the signal (a release).
+        if n.at(peer, sig.0, sig.1, 8).is_some() && n.put(peer, at.0, at.1, data) {
+            n.signal(peer, sig.0, sig.1, op, signal);
+            return;
+        }
+    }
     let handle = p.run(
         call,
         p.rank().put_signal_nb(peer, at, data, sig, signal, op),

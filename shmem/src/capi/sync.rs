@@ -8,7 +8,17 @@ use crate::pe::{Pe, fatal, pe};
 /// those before it.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_fence() {
-    pe("shmem_fence");
+    fence(pe("shmem_fence"), "shmem_fence");
+}
+
+/// A fence: free over pld's links alone; with shared memory, an op that
+/// went over a link (the data segment's) must land before one after the
+/// fence that goes through memory, so the links are quieted.
+pub(crate) fn fence(p: &Pe, call: &'static str) {
+    if p.near().is_some() {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        p.run(call, p.rank().quiet_within(p.sync_timeout()));
+    }
 }
 
 /// `shmem_quiet`: every put, atomic and signal this PE issued is complete
@@ -24,14 +34,25 @@ pub extern "C" fn shmem_quiet() {
 pub extern "C" fn shmem_barrier_all() {
     let p = pe("shmem_barrier_all");
     p.quiet("shmem_barrier_all");
-    p.run("shmem_barrier_all", p.rank().barrier());
+    world_barrier(p, "shmem_barrier_all");
+}
+
+/// The barrier of every PE: pld's own over the network, the world team's
+/// cells through shared memory.
+fn world_barrier(p: &Pe, call: &'static str) {
+    if p.near().is_none() {
+        return p.run(call, p.rank().barrier());
+    }
+    let world = crate::team::team(p, call, crate::team::WORLD);
+    let g = crate::team::group::Members::of(p, &world);
+    p.run(call, g.sync_only());
 }
 
 /// `shmem_sync_all`: the barrier without the quiet.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_sync_all() {
     let p = pe("shmem_sync_all");
-    p.run("shmem_sync_all", p.rank().barrier());
+    world_barrier(p, "shmem_sync_all");
 }
 
 /// The PEs of an active set: `start`, `start + 2^log_stride`, ...

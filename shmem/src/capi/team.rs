@@ -226,8 +226,7 @@ pub extern "C" fn shmem_team_sync(team: usize) -> i32 {
     0
 }
 
-/// `shmem_team_ptr`: the local address of `dest` on member `pe` when that
-/// is this PE; NULL otherwise (pld's PEs share no memory).
+/// `shmem_team_ptr`: as `shmem_ptr`, for member `pe` of the team.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_team_ptr(team: usize, dest: *const c_void, pe_: i32) -> *mut c_void {
     let call = "shmem_team_ptr";
@@ -235,7 +234,7 @@ pub extern "C" fn shmem_team_ptr(team: usize, dest: *const c_void, pe_: i32) -> 
         return std::ptr::null_mut();
     };
     match t.pe(pe_) {
-        Some(g) if g == pe(call).rank().rank() => dest.cast_mut(),
-        _ => std::ptr::null_mut(),
+        Some(g) => super::setup::pointer_on(pe(call), call, dest, g),
+        None => std::ptr::null_mut(),
     }
 }

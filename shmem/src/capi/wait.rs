@@ -100,6 +100,14 @@ fn named<T>(p: &Pe, call: &'static str, ivar: *const T) -> String {
 /// Waits until `ready()` holds or the sync timeout passes.
 pub(crate) fn wait_for(p: &Pe, mut ready: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + p.sync_timeout();
+    if let Some(near) = p.near() {
+        if ready() {
+            return true;
+        }
+        // What this PE queued goes out first: it may be what is answered.
+        p.block(p.rank().watch(std::time::Duration::ZERO, || true));
+        return near.wait(p.rank().rank(), deadline, ready);
+    }
     loop {
         if ready() {
             return true;

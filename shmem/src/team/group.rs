@@ -31,7 +31,8 @@ pub(crate) struct Members<'a> {
     me: u32,
     sync: &'a SyncArea,
     name: &'a str,
-    /// Every PE of the job, in order: pld's own barrier serves.
+    /// Every PE of the job, in order, over the network: pld's own barrier
+    /// serves. (Through shared memory the team's cells are faster.)
     world: bool,
     /// A team's own scratch (an active set has none).
     scratch: Option<Scratch<WindowId>>,
@@ -119,6 +120,9 @@ impl Group for Members<'_> {
         data: &[u8],
     ) -> Result<(), CollError> {
         let pe = self.pe_of(peer);
+        if self.pe.near().is_some_and(|n| n.put(pe, win, offset, data)) {
+            return Ok(());
+        }
         Ok(self.pe.rank().put_nbi(pe, win, offset, data).await?)
     }
 
@@ -130,6 +134,12 @@ impl Group for Members<'_> {
         len: u64,
     ) -> Result<Bytes, CollError> {
         let pe = self.pe_of(peer);
+        if let Some(n) = self.pe.near() {
+            let mut out = vec![0u8; len as usize];
+            if n.get(pe, win, offset, &mut out) {
+                return Ok(Bytes::from(out));
+            }
+        }
         Ok(self.pe.rank().get(pe, win, offset, len).await?)
     }
 
@@ -143,9 +153,11 @@ impl Group for Members<'_> {
     }
 }
 
-/// Whether `members` is every PE of the job, in order.
+/// Whether `members` is every PE of the job, in order, and the job runs
+/// over the network (through shared memory every team uses its cells).
 fn is_world(p: &Pe, members: &[u32]) -> bool {
-    members.len() as u32 == p.rank().nranks()
+    p.near().is_none()
+        && members.len() as u32 == p.rank().nranks()
         && members.iter().enumerate().all(|(i, m)| *m == i as u32)
 }
 

@@ -12,7 +12,7 @@
 pub(crate) mod group;
 pub(crate) mod sync;
 
-use crate::pe::{Pe, RESERVED, fatal};
+use crate::pe::{Pe, TEAM_BYTES, fatal};
 use pld_proto::collective::Scratch;
 use pld_server::WindowId;
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ pub(crate) const SLOT_BYTES: u64 = 16 << 10;
 /// The bytes of a slot that hold its sync cells.
 const CELL_BYTES: u64 = 1024;
 /// How many teams a PE can belong to at once (world and shared included).
-pub(crate) const SLOTS: u32 = (RESERVED / SLOT_BYTES) as u32;
+pub(crate) const SLOTS: u32 = (TEAM_BYTES / SLOT_BYTES) as u32;
 const _: () = assert!(sync::SYNC_CELLS * 8 <= CELL_BYTES && SLOTS <= 64);
 
 /// `SHMEM_TEAM_WORLD`'s handle (shmem.h defines the same numbers).

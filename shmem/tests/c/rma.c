@@ -98,9 +98,14 @@ int main(void) {
   shmem_p(&static_longs[0], one, right);
   shmem_barrier_all();
   CHECK(shmem_g(&static_longs[0], me) == left + 42, "generic p/g");
-  /* shmem_ptr: the own PE's address, NULL for the others. */
+  /* shmem_ptr: the own PE's address; for another PE, NULL or (memory
+   * shared) an address whose stores that PE sees after a barrier. */
   CHECK(shmem_ptr(heap, me) == heap, "shmem_ptr own");
-  CHECK(n == 1 || shmem_ptr(heap, right) == NULL, "shmem_ptr other");
+  char *direct = shmem_ptr(heap, right);
+  if (direct) direct[me * N] = 'A' + me;
+  shmem_barrier_all();
+  if (shmem_ptr(heap, left)) CHECK(heap[left * N] == 'A' + left, "a store through shmem_ptr");
+  if (me == 0 && n > 1) printf("rma: shmem_ptr to another PE: %s\n", direct ? "shared" : "none");
   CHECK(shmem_addr_accessible(static_longs, right) && !shmem_addr_accessible(mine, right), "addr_accessible");
 
   shmem_free(ints);

@@ -37,10 +37,13 @@ int main(void) {
     }
     if (n > 1)
       CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, 1, evens) == -1, "PE 1 is not even");
-    /* team_ptr: this PE's own address, NULL for the others. */
+    /* team_ptr: this PE's own address; another member's is the same as
+     * shmem_ptr gives for its global PE. */
     CHECK(shmem_team_ptr(evens, &counter, me / 2) == (void *)&counter, "team_ptr self");
-    if (nevens > 1)
-      CHECK(shmem_team_ptr(evens, &counter, (me / 2 + 1) % nevens) == NULL, "team_ptr other");
+    if (nevens > 1) {
+      int next = (me / 2 + 1) % nevens;
+      CHECK(shmem_team_ptr(evens, &counter, next) == shmem_ptr(&counter, 2 * next), "team_ptr other");
+    }
     /* The team's barrier orders an atomic before it with a read after. */
     shmem_long_atomic_inc(&counter, 0);
     shmem_quiet();

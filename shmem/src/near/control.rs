@@ -1,0 +1,114 @@
+//! The control block each PE keeps at a fixed offset of its heap (in the
+//! library's reserved bytes): how the other PEs of its host find its heap
+//! file, and the doorbell a PE that sleeps in a wait is woken by.
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering, fence};
+use std::time::Duration;
+
+/// The control block. Zero until its PE fills it in `shmem_init`.
+#[repr(C, align(64))]
+pub(crate) struct Control {
+    /// A random number, also read over the network: a PE that maps this
+    /// block through `/proc/PID/fd/FD` and finds it knows it reached the
+    /// same memory, not another host's process of the same pid.
+    pub nonce: AtomicU64,
+    /// The process.
+    pub pid: AtomicU32,
+    /// Its heap's memory file descriptor.
+    pub fd: AtomicI32,
+    /// [`VERDICT_NEAR`] once this PE maps every PE's heap, else
+    /// [`VERDICT_FAR`]; 0 before it has tried.
+    pub verdict: AtomicU32,
+    _pad: [u32; 11],
+    /// Non-zero while a thread of this PE is asleep on [`Control::seq`], or
+    /// about to be; the first writer to see it takes it (back to 0) and
+    /// rings, so a stream of writes costs one wake per sleep, not one each.
+    armed: AtomicU32,
+    /// Rung (incremented, then woken) by a writer that sees `armed`.
+    seq: AtomicU32,
+}
+
+/// The bytes [`Control::nonce`], `pid` and `fd` take, read over the network.
+pub(crate) const IDENTITY_BYTES: u64 = 16;
+/// The PE maps every PE's heap.
+pub(crate) const VERDICT_NEAR: u32 = 1;
+/// It does not: the job does not use shared memory.
+pub(crate) const VERDICT_FAR: u32 = 2;
+
+const _: () = assert!(std::mem::size_of::<Control>() == 128);
+
+impl Control {
+    /// The control block at `addr`.
+    ///
+    /// # Safety
+    /// `addr` is 64-byte aligned, valid for 128 bytes of shared heap
+    /// memory that lives as long as the process, and only used as a
+    /// control block.
+    pub(crate) unsafe fn at<'a>(addr: usize) -> &'a Control {
+        // SAFETY: the caller's contract; every field is an atomic, valid at
+        // any bit pattern, zero included.
+        unsafe { &*(addr as *const Control) }
+    }
+
+    /// Wakes this PE's sleeping waiters, if any, after a write into its
+    /// memory: the writer's store, this fence and the load of `armed`
+    /// against the waiter's increment of `armed` and its look at the
+    /// memory (each side's store before its load), so that either the
+    /// waiter sees the write or the writer sees the waiter.
+    pub(crate) fn ring(&self) {
+        fence(Ordering::SeqCst);
+        if self.armed.load(Ordering::Relaxed) > 0 && self.armed.swap(0, Ordering::SeqCst) > 0 {
+            self.seq.fetch_add(1, Ordering::SeqCst);
+            futex(&self.seq, libc::FUTEX_WAKE, i32::MAX as u32, None);
+        }
+    }
+
+    /// Sleeps until `ready()` holds (true) or `left` runs out (false),
+    /// woken by [`Control::ring`] — from another PE's write or, through
+    /// the rank's change hook, from a write that came over the network.
+    pub(crate) fn sleep_until(
+        &self,
+        left: impl Fn() -> Option<Duration>,
+        ready: &mut impl FnMut() -> bool,
+    ) -> bool {
+        // Armed again before every look: a ring takes the flag. Left set
+        // when the wait ends, it costs the next writer one needless wake.
+        loop {
+            self.armed.fetch_add(1, Ordering::SeqCst);
+            let seen = self.seq.load(Ordering::SeqCst);
+            if ready() {
+                return true;
+            }
+            let Some(left) = left() else {
+                return ready();
+            };
+            futex(&self.seq, libc::FUTEX_WAIT, seen, Some(left));
+        }
+    }
+}
+
+/// futex(2) on a word of shared memory (not FUTEX_PRIVATE: the waker is
+/// another process). A spurious or interrupted return is harmless: the
+/// caller looks again.
+fn futex(word: &AtomicU32, op: i32, val: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned 32-bit atomic; the kernel only
+    // reads it (WAIT) or uses its address as a key (WAKE).
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            val,
+            ts_ptr,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}

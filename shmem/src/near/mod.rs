@@ -1,0 +1,205 @@
+//! Shared memory between the PEs of one host. When every PE of the job
+//! runs on this host (and `--checked` is off), each PE maps every other
+//! PE's heap — a memory file, opened through `/proc/PID/fd` — and a put,
+//! get or atomic on the heap is a copy or a CPU atomic in that mapping,
+//! not a message: what every OpenSHMEM does within a node. The data
+//! segment and jobs across hosts still go over pld's links.
+//!
+//! All or nothing: the job uses shared memory only if every PE maps every
+//! PE's heap, so an atomic on a heap cell is always the same kind of
+//! instruction on the same memory (the rank's elementwise add is a plain
+//! load and store under its stripe lock, which a CPU atomic from another
+//! process would not respect).
+
+mod control;
+mod ops;
+
+pub(crate) use ops::Amo;
+
+use control::{Control, IDENTITY_BYTES, VERDICT_FAR, VERDICT_NEAR};
+use pld_server::{Progress, Rank, WindowId};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+
+/// The heap offset of a PE's control block.
+pub(crate) const CONTROL: u64 = crate::pe::TEAM_BYTES;
+
+/// Every PE's heap, mapped here.
+pub(crate) struct Near {
+    heap: WindowId,
+    size: u64,
+    /// Per PE, the address of its heap in this process (this PE's own
+    /// heap at its own index).
+    bases: Vec<usize>,
+    /// How a wait looks before it sleeps.
+    progress: Progress,
+    /// The heap's memory file, kept open for the job's life.
+    _file: OwnedFd,
+}
+
+impl Near {
+    /// Where `len` bytes at `off` of `win` on `peer` are in this process,
+    /// if `win` is the heap (which the caller has checked holds them).
+    pub(crate) fn at(&self, peer: u32, win: WindowId, off: u64, len: u64) -> Option<*mut u8> {
+        if win != self.heap || off.checked_add(len)? > self.size {
+            return None;
+        }
+        let base = *self.bases.get(peer as usize)?;
+        Some((base + off as usize) as *mut u8)
+    }
+
+    /// Wakes `peer` if it sleeps in a wait: after every write into its heap.
+    pub(crate) fn ring(&self, peer: u32) {
+        if let Some(base) = self.bases.get(peer as usize) {
+            self.control(*base).ring();
+        }
+    }
+
+    fn control(&self, base: usize) -> &Control {
+        // SAFETY: every base is a heap mapping of `size` > CONTROL + 128
+        // bytes, page aligned, that lives as long as the process; the
+        // control block's bytes are the library's own.
+        unsafe { Control::at(base + CONTROL as usize) }
+    }
+
+    fn mine(&self, me: u32) -> &Control {
+        self.control(self.bases[me as usize])
+    }
+}
+
+/// Decides, with every other PE, whether the job uses shared memory, and
+/// maps their heaps if so. Collective: two of the rank's barriers.
+/// `file` is this PE's heap file (none: it does not take part).
+pub(crate) async fn setup(
+    rank: &Rank,
+    heap: WindowId,
+    base: usize,
+    size: u64,
+    file: Option<OwnedFd>,
+    progress: Progress,
+) -> pld_server::Result<Option<Near>> {
+    let (me, n) = (rank.rank(), rank.nranks());
+    let usable = size > CONTROL + std::mem::size_of::<Control>() as u64;
+    let file = file.filter(|_| usable);
+    // SAFETY: the heap is `size` bytes at `base`, page aligned; CONTROL
+    // is inside the reserved bytes no allocation hands out.
+    let own = usable.then(|| unsafe { Control::at(base + CONTROL as usize) });
+    if let (Some(c), Some(f)) = (own, &file) {
+        c.nonce.store(nonce(), Ordering::Release);
+        c.pid.store(std::process::id(), Ordering::Release);
+        c.fd.store(f.as_raw_fd(), Ordering::Release);
+    }
+    if n > 1 {
+        rank.barrier().await?;
+    }
+    let mut bases = vec![0usize; n as usize];
+    bases[me as usize] = base;
+    let mut near = file.is_some();
+    for peer in (0..n).filter(|p| *p != me) {
+        if !near {
+            break;
+        }
+        let id = rank.get(peer, heap, CONTROL, IDENTITY_BYTES).await?;
+        match map_peer(&id, size) {
+            Some(at) => bases[peer as usize] = at,
+            None => near = false,
+        }
+    }
+    if let Some(c) = own {
+        let verdict = if near { VERDICT_NEAR } else { VERDICT_FAR };
+        c.verdict.store(verdict, Ordering::Release);
+    }
+    if n > 1 {
+        rank.barrier().await?;
+    }
+    // Every PE's verdict, read in its own heap: one that could not map
+    // them all says so, and then none uses shared memory.
+    let all = near
+        && bases.iter().all(|b| {
+            // SAFETY: as above, for each mapped heap.
+            let c = unsafe { Control::at(b + CONTROL as usize) };
+            c.verdict.load(Ordering::Acquire) == VERDICT_NEAR
+        });
+    let (Some(file), true) = (file, all) else {
+        for (peer, b) in bases.iter().enumerate() {
+            if peer as u32 != me && *b != 0 {
+                // SAFETY: a mapping of `size` bytes this function made and
+                // nothing else refers to.
+                unsafe { libc::munmap(*b as *mut libc::c_void, size as usize) };
+            }
+        }
+        return Ok(None);
+    };
+    let doorbell = base + CONTROL as usize;
+    // A write that comes over the network (to the data segment) wakes a
+    // wait asleep on the doorbell too.
+    rank.on_window_change(Box::new(move || {
+        // SAFETY: this PE's own control block, in its heap, which lives as
+        // long as the process.
+        unsafe { Control::at(doorbell) }.ring()
+    }));
+    Ok(Some(Near {
+        heap,
+        size,
+        bases,
+        progress,
+        _file: file,
+    }))
+}
+
+/// Maps the heap a peer's identity (nonce, pid, fd) names, if it is on this
+/// host: the file opens and holds the same nonce.
+fn map_peer(id: &[u8], size: u64) -> Option<usize> {
+    let nonce = u64::from_le_bytes(id.get(0..8)?.try_into().ok()?);
+    let pid = u32::from_le_bytes(id.get(8..12)?.try_into().ok()?);
+    let fd = i32::from_le_bytes(id.get(12..16)?.try_into().ok()?);
+    if nonce == 0 {
+        return None;
+    }
+    let path = format!("/proc/{pid}/fd/{fd}");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .ok()?;
+    if file.metadata().ok()?.len() != size {
+        return None;
+    }
+    // SAFETY: a shared mapping of the whole file, at an address the kernel
+    // picks; the file stays mapped after `file` closes.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let at = p as usize;
+    // SAFETY: the mapping is `size` bytes, page aligned.
+    let c = unsafe { Control::at(at + CONTROL as usize) };
+    if c.nonce.load(Ordering::Acquire) != nonce {
+        // SAFETY: the mapping just made; nothing refers to it.
+        unsafe { libc::munmap(p, size as usize) };
+        return None;
+    }
+    Some(at)
+}
+
+/// A random 64-bit number, never 0.
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish().max(1)
+}
