@@ -88,6 +88,29 @@ fn passes_at(src: &str, expect: &str, nps: &[u32]) {
 }
 
 #[test]
+fn a_sleeping_wait_wakes_for_every_write_into_its_memory() {
+    // Sleep (pld-oshrun's default) and spin; 4 and 8 PEs on this host's
+    // cores is where a PE falls asleep while its neighbour still writes.
+    let prog = compile("tests/c/doorbell.c");
+    for progress in ["sleep", "spin"] {
+        for np in [2, 4, 8] {
+            let flags = [
+                "--transport",
+                "tcp",
+                "--timeout",
+                "20s",
+                "--progress",
+                progress,
+            ];
+            let o = oshrun_with(&prog, np, &flags);
+            let out = text(&o);
+            assert!(o.status.success(), "{np} PEs, {progress}: {out}");
+            assert!(out.contains(&format!("doorbell: OK on {np} PEs")), "{out}");
+        }
+    }
+}
+
+#[test]
 fn heaps_are_shared_between_pes_of_one_host_unless_turned_off() {
     let prog = compile("tests/c/rma.c");
     for (flag, want) in [("on", "shared"), ("off", "none")] {

@@ -20,12 +20,13 @@ pub(crate) struct Control {
     /// [`VERDICT_FAR`]; 0 before it has tried.
     pub verdict: AtomicU32,
     _pad: [u32; 11],
-    /// Non-zero while a thread of this PE is asleep on [`Control::seq`], or
-    /// about to be; the first writer to see it takes it (back to 0) and
-    /// rings, so a stream of writes costs one wake per sleep, not one each.
-    armed: AtomicU32,
-    /// Rung (incremented, then woken) by a writer that sees `armed`.
-    seq: AtomicU32,
+    /// The doorbell: a counter in the upper 31 bits, and in bit 0 whether
+    /// a thread of this PE sleeps on it (or is about to). A writer that
+    /// sees the bit clears it (one compare-and-swap) and wakes the
+    /// sleepers, so a stream of writes costs one wake per sleep, not one
+    /// each; a writer that does not see it pays one load.
+    bell: AtomicU32,
+    _pad2: [u32; 15],
 }
 
 /// The bytes [`Control::nonce`], `pid` and `fd` take, read over the network.
@@ -51,15 +52,20 @@ impl Control {
     }
 
     /// Wakes this PE's sleeping waiters, if any, after a write into its
-    /// memory: the writer's store, this fence and the load of `armed`
-    /// against the waiter's increment of `armed` and its look at the
-    /// memory (each side's store before its load), so that either the
-    /// waiter sees the write or the writer sees the waiter.
+    /// memory. The writer's store, this fence and its load of the bell pair
+    /// with the waiter's setting of the bit and its second look at memory
+    /// (each side's store before its load), so either the waiter sees the
+    /// write or the writer sees the bit.
     pub(crate) fn ring(&self) {
         fence(Ordering::SeqCst);
-        if self.armed.load(Ordering::Relaxed) > 0 && self.armed.swap(0, Ordering::SeqCst) > 0 {
-            self.seq.fetch_add(1, Ordering::SeqCst);
-            futex(&self.seq, libc::FUTEX_WAKE, i32::MAX as u32, None);
+        let v = self.bell.load(Ordering::Relaxed);
+        if v & SLEEPING != 0
+            && self
+                .bell
+                .compare_exchange(v, v.wrapping_add(1), Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            futex(&self.bell, libc::FUTEX_WAKE, i32::MAX as u32, None);
         }
     }
 
@@ -71,21 +77,34 @@ impl Control {
         left: impl Fn() -> Option<Duration>,
         ready: &mut impl FnMut() -> bool,
     ) -> bool {
-        // Armed again before every look: a ring takes the flag. Left set
-        // when the wait ends, it costs the next writer one needless wake.
         loop {
-            self.armed.fetch_add(1, Ordering::SeqCst);
-            let seen = self.seq.load(Ordering::SeqCst);
+            let v = self.bell.load(Ordering::SeqCst);
             if ready() {
                 return true;
             }
             let Some(left) = left() else {
                 return ready();
             };
-            futex(&self.seq, libc::FUTEX_WAIT, seen, Some(left));
+            // Set the bit (unless another sleeper has), then look again:
+            // a write before the bit was set rang nobody.
+            if v & SLEEPING == 0
+                && self
+                    .bell
+                    .compare_exchange(v, v | SLEEPING, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            if ready() {
+                return true;
+            }
+            futex(&self.bell, libc::FUTEX_WAIT, v | SLEEPING, Some(left));
         }
     }
 }
+
+/// The bell's bit that says a thread sleeps on it.
+const SLEEPING: u32 = 1;
 
 /// futex(2) on a word of shared memory (not FUTEX_PRIVATE: the waker is
 /// another process). A spurious or interrupted return is harmless: the
