@@ -7,6 +7,7 @@
 //! stopped reading what the last call left there), which also makes the
 //! in-place forms safe. docs/shmem.md gives each one's message count.
 
+use crate::capi::coll_near::Direct;
 use crate::capi::sync::members;
 use crate::pe::{Pe, fatal, pe};
 use crate::team::group::{CollError, Members, flatten};
@@ -195,6 +196,11 @@ pub(crate) unsafe fn broadcast<T: Plain>(
 ) -> i32 {
     over(call, scope, async move |p, g| {
         let root = root_of(call, &g, root);
+        let bytes = nelems * T::SIZE;
+        let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
+        if let (Some(d), true) = (direct, nelems > 0) {
+            return d.broadcast(root, bytes, root_keeps).await;
+        }
         let me = g.rank() == root;
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, if me { nelems } else { 0 }) };
@@ -235,12 +241,22 @@ pub(crate) unsafe fn fcollect<T: Plain>(
     nelems: usize,
 ) -> i32 {
     over(call, scope, async move |p, g| {
+        let (bytes, all) = (nelems * T::SIZE, nelems * g.nranks() as usize);
+        let direct = Direct::new(
+            p,
+            &g,
+            call,
+            (dest.cast(), all * T::SIZE),
+            (source.cast(), bytes),
+        );
+        if let (Some(d), true) = (direct, nelems > 0) {
+            return d.fcollect(bytes).await;
+        }
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nelems) };
         if nelems == 0 {
             return g.barrier().await;
         }
-        let all = nelems * g.nranks() as usize;
         let (s, in_dest) = workspace(p, call, &g, dest, all).await?;
         let r = coll::allgather(&g, &s, &x).await.map_err(flatten)?;
         if !in_dest {
@@ -270,6 +286,27 @@ pub(crate) unsafe fn collect<T: Plain>(
         let (here, at) = cells.count();
         // SAFETY: the count cell is symmetric memory of this PE.
         unsafe { here.write_volatile(nelems as i64) };
+        let count_at = |i: u32| p.near().and_then(|n| n.at(g.pe_of(i), cells.window, at, 8));
+        let direct = Direct::new(
+            p,
+            &g,
+            call,
+            (dest.cast(), 0),
+            (source.cast(), nelems * T::SIZE),
+        );
+        if let (Some(d), true) = (direct, (0..g.nranks()).all(|i| count_at(i).is_some())) {
+            let count_of = |i: u32| {
+                let cell = count_at(i).unwrap_or(here.cast());
+                // SAFETY: an aligned 8-byte cell of a live heap mapping.
+                unsafe { std::sync::atomic::AtomicI64::from_ptr(cell.cast()) }
+                    .load(std::sync::atomic::Ordering::Acquire)
+            };
+            d.collect(T::SIZE, count_of).await?;
+            // Every member read the counts before the last barrier.
+            // SAFETY: as above.
+            unsafe { here.write_volatile(cells.base) };
+            return Ok(());
+        }
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nelems) };
         g.barrier().await?;
@@ -316,6 +353,11 @@ pub(crate) unsafe fn alltoall<T: Plain>(
 ) -> i32 {
     over(call, scope, async move |p, g| {
         let all = nelems * g.nranks() as usize;
+        let bytes = all * T::SIZE;
+        let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
+        if let (Some(d), true) = (direct, nelems > 0) {
+            return d.alltoall(nelems * T::SIZE).await;
+        }
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, all) };
         if all == 0 {
@@ -386,6 +428,11 @@ pub(crate) unsafe fn reduce<T: Plain, F: Fn(T, T) -> T + Sync>(
     combine: F,
 ) -> i32 {
     over(call, scope, async move |p, g| {
+        let bytes = nreduce * T::SIZE;
+        let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
+        if let (Some(d), true) = (direct, nreduce > 0) {
+            return d.reduce(nreduce, combine).await;
+        }
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nreduce) };
         if nreduce == 0 {

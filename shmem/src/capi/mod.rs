@@ -6,6 +6,7 @@
 
 pub mod amo;
 pub(crate) mod coll;
+mod coll_near;
 pub mod ctx;
 pub mod lock;
 pub(crate) mod reduce;
