@@ -10,6 +10,7 @@
 use crate::capi::coll_near::Direct;
 use crate::capi::sync::members;
 use crate::pe::{Pe, fatal, pe};
+use crate::team::flags::ACTIVE_FLAGS;
 use crate::team::group::{CollError, Members, flatten};
 use crate::team::sync::{Cells, SYNC_CELLS, SyncArea};
 use crate::team::{self, Team};
@@ -80,6 +81,8 @@ pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
                 offset,
                 local: psync as usize,
                 base: -1,
+                flags: ACTIVE_FLAGS.0,
+                flag_cells: ACTIVE_FLAGS.1,
             };
             let n = all.len() as u32;
             let sync = p.active_sync((psync as usize, set.0, set.1, set.2), || {

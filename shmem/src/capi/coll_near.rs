@@ -5,12 +5,28 @@
 //! scratch and no message. The entry barrier says every member's `source`
 //! is ready (and nobody still reads a `dest` this call writes); the exit
 //! barrier keeps every `source` until all have copied from it.
+//!
+//! Up to [`ONE_ROUND_BYTES`] a member moves, and where the group fits its
+//! flag cells (`team::flags`), the collectives run without barriers:
+//! broadcast, fcollect and alltoall push each member's part straight into
+//! the others' `dest` and signal each one (the specification has every
+//! `dest` ready before any PE calls, and the pushes are done when the
+//! pusher returns, so its `source` is free); collect first signals that its
+//! count is published; a reduction signals that its `source` is ready,
+//! combines every member's into a buffer of its own, signals that it is
+//! done reading, and writes `dest` once all are (`dest` may be `source`).
 
 use crate::near::Near;
 use crate::pe::{Pe, fatal};
+use crate::team::flags::Flags;
 use crate::team::group::{CollError, Members};
 use pld_proto::collective::{Group, Plain};
 use pld_server::WindowId;
+
+/// The most bytes a member moves in a one-round collective: past it the
+/// copies dominate, and pulling spreads them over the members (a root
+/// that pushes copies everything itself).
+pub(crate) const ONE_ROUND_BYTES: usize = 64 << 10;
 
 /// A collective's buffers, through shared memory.
 pub(crate) struct Direct<'g, 'a> {
@@ -80,6 +96,21 @@ impl<'g, 'a> Direct<'g, 'a> {
         unsafe { std::ptr::copy(src, dst, len) };
     }
 
+    /// Copies `len` bytes of this member's `source` at `from` to member
+    /// `i`'s `dest + to`.
+    fn push(&self, i: u32, from: usize, to: usize, len: usize) {
+        let src = self.source_of(self.g.rank(), from, len);
+        let dst = self.heap_at("dest", self.g.pe_of(i), self.dest + to as u64, len);
+        // SAFETY: both ranges lie in live heap mappings (checked above);
+        // `copy`, as in place they may be the same bytes.
+        unsafe { std::ptr::copy(src, dst, len) };
+    }
+
+    /// The flags, if this call may run in one round.
+    fn one_round(&self, bytes: usize) -> Option<Flags<'g>> {
+        (bytes <= ONE_ROUND_BYTES).then(|| self.g.flags()).flatten()
+    }
+
     /// `broadcast`: every member's `dest` gets the root's `source` (the
     /// root's own too unless `root_keeps`).
     pub(crate) async fn broadcast(
@@ -88,6 +119,19 @@ impl<'g, 'a> Direct<'g, 'a> {
         bytes: usize,
         root_keeps: bool,
     ) -> Result<(), CollError> {
+        if let Some(f) = self.one_round(bytes) {
+            if self.g.rank() != root {
+                return self.g.take(&f, Some(root)).await;
+            }
+            for i in (0..self.g.nranks()).filter(|i| *i != root) {
+                self.push(i, 0, 0, bytes);
+                f.signal(i);
+            }
+            if !root_keeps {
+                self.pull(root, 0, 0, bytes);
+            }
+            return Ok(());
+        }
         self.g.barrier().await?;
         if self.g.rank() != root || !root_keeps {
             self.pull(root, 0, 0, bytes);
@@ -97,6 +141,15 @@ impl<'g, 'a> Direct<'g, 'a> {
 
     /// `fcollect`: every member's `bytes`, in member order.
     pub(crate) async fn fcollect(&self, bytes: usize) -> Result<(), CollError> {
+        if let Some(f) = self.one_round(bytes * self.g.nranks() as usize) {
+            let me = self.g.rank();
+            for i in (0..self.g.nranks()).filter(|i| *i != me) {
+                self.push(i, 0, me as usize * bytes, bytes);
+                f.signal(i);
+            }
+            self.pull(me, 0, me as usize * bytes, bytes);
+            return self.g.take(&f, None).await;
+        }
         self.g.barrier().await?;
         for i in 0..self.g.nranks() {
             self.pull(i, 0, i as usize * bytes, bytes);
@@ -112,6 +165,33 @@ impl<'g, 'a> Direct<'g, 'a> {
         size: usize,
         count_of: impl Fn(u32) -> i64,
     ) -> Result<(), CollError> {
+        if let Some(f) = self.g.flags() {
+            // Every count is published (a member writes its next one only
+            // after the second round's signals: all have read it).
+            f.signal_all();
+            self.g.take(&f, None).await?;
+            let len = |i: u32| count_of(i).max(0) as usize * size;
+            let me = self.g.rank();
+            let at: usize = (0..me).map(len).sum();
+            let total: usize = at + (me..self.g.nranks()).map(len).sum::<usize>();
+            if total <= ONE_ROUND_BYTES {
+                let mine = len(me);
+                for i in (0..self.g.nranks()).filter(|i| *i != me) {
+                    self.push(i, 0, at, mine);
+                    f.signal(i);
+                }
+                self.pull(me, 0, at, mine);
+                return self.g.take(&f, None).await;
+            }
+            // Large: the others pull; the counts stay until all have read
+            // them (the barrier below comes after every member's reads).
+            let mut at = 0;
+            for i in 0..self.g.nranks() {
+                self.pull(i, 0, at, len(i));
+                at += len(i);
+            }
+            return self.g.barrier().await;
+        }
         self.g.barrier().await?;
         let mut at = 0;
         for i in 0..self.g.nranks() {
@@ -125,6 +205,15 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// `alltoall`: block (this member) of member i's `source` to block i of
     /// `dest`.
     pub(crate) async fn alltoall(&self, block: usize) -> Result<(), CollError> {
+        if let Some(f) = self.one_round(block * self.g.nranks() as usize) {
+            let me = self.g.rank();
+            for i in (0..self.g.nranks()).filter(|i| *i != me) {
+                self.push(i, i as usize * block, me as usize * block, block);
+                f.signal(i);
+            }
+            self.pull(me, me as usize * block, me as usize * block, block);
+            return self.g.take(&f, None).await;
+        }
         self.g.barrier().await?;
         let me = self.g.rank() as usize;
         for i in 0..self.g.nranks() {
@@ -147,32 +236,22 @@ impl<'g, 'a> Direct<'g, 'a> {
         /// Elements combined at a time: the vectors stay small.
         const CHUNK: usize = 8192;
         let (members, me) = (self.g.nranks() as usize, self.g.rank() as usize);
+        if let Some(f) = self.one_round(n * T::SIZE) {
+            return self.reduce_one_round(&f, n, combine).await;
+        }
         let per = n.div_ceil(members);
         let slice = |m: usize| (m * per).min(n)..((m + 1) * per).min(n);
         self.g.barrier().await?;
-        let (mut acc, mut x) = (Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK));
+        let mut acc = Vec::with_capacity(CHUNK);
         let mine = slice(me);
         for start in mine.clone().step_by(CHUNK) {
             let len = CHUNK.min(mine.end - start);
             let (at, bytes) = (start * T::SIZE, len * T::SIZE);
-            let view = |i: u32, into: &mut Vec<T>| {
-                into.clear();
-                // SAFETY: `source_of` gives `bytes` readable bytes of a
-                // live mapping; the program does not change a `source`
-                // during the call.
-                let b = unsafe { std::slice::from_raw_parts(self.source_of(i, at, bytes), bytes) };
-                T::read_all(b, into);
-            };
-            view(0, &mut acc);
-            for i in 1..members as u32 {
-                view(i, &mut x);
-                for (a, v) in acc.iter_mut().zip(&x) {
-                    *a = combine(*a, *v);
-                }
-            }
+            self.combine_into(&mut acc, (at, len), &combine);
             let dst = self.heap_at("dest", self.me, self.dest + at as u64, bytes);
-            // SAFETY: `dst` holds `bytes` bytes of this PE's heap.
-            T::write_all(&acc, unsafe { std::slice::from_raw_parts_mut(dst, bytes) });
+            // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc`
+            // is `len` elements of our own.
+            unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };
         }
         self.g.barrier().await?;
         for m in (0..members).filter(|m| *m != me) {
@@ -187,5 +266,57 @@ impl<'g, 'a> Direct<'g, 'a> {
         }
         // Every member's slice stays until all have copied it.
         self.g.barrier().await
+    }
+
+    /// A small reduction without barriers: every `source` is ready (first
+    /// round), each member combines all of them in member order into a
+    /// buffer, all are done reading (second round), each writes its `dest`.
+    async fn reduce_one_round<T: Plain, F: Fn(T, T) -> T>(
+        &self,
+        f: &Flags<'_>,
+        n: usize,
+        combine: F,
+    ) -> Result<(), CollError> {
+        let bytes = n * T::SIZE;
+        f.signal_all();
+        self.g.take(f, None).await?;
+        let mut acc = Vec::with_capacity(n);
+        self.combine_into(&mut acc, (0, n), &combine);
+        f.signal_all();
+        self.g.take(f, None).await?;
+        let dst = self.heap_at("dest", self.me, self.dest, bytes);
+        // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc` is
+        // `n` elements of our own.
+        unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };
+        Ok(())
+    }
+
+    /// Sets `acc` to the `len` elements at byte `at` of every member's
+    /// `source`, combined in member order (the same result bit for bit
+    /// whoever computes it), read straight out of the mappings.
+    fn combine_into<T: Plain>(
+        &self,
+        acc: &mut Vec<T>,
+        (at, len): (usize, usize),
+        combine: &impl Fn(T, T) -> T,
+    ) {
+        const { assert!(T::SIZE == std::mem::size_of::<T>()) };
+        let bytes = len * T::SIZE;
+        let load = |p: *const u8, k: usize| {
+            // SAFETY: `p` is from `source_of`, `bytes` readable bytes of a
+            // live mapping, and `k` < `len`; every Plain type is a number
+            // or bytes, valid at any bit pattern; the program does not
+            // change a `source` during the call.
+            unsafe { p.cast::<T>().add(k).read_unaligned() }
+        };
+        let first = self.source_of(0, at, bytes);
+        acc.clear();
+        acc.extend((0..len).map(|k| load(first, k)));
+        for i in 1..self.g.nranks() {
+            let from = self.source_of(i, at, bytes);
+            for (k, a) in acc.iter_mut().enumerate() {
+                *a = combine(*a, load(from, k));
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! a quiet, then the dissemination barrier over its sync cells.
 
 use super::Team;
+use super::flags::{Flags, Unheard};
 use super::sync::{Cells, SyncArea, SyncError};
 use crate::pe::Pe;
 use pld_proto::bytes::Bytes;
@@ -19,6 +20,9 @@ pub(crate) enum CollError {
     /// The barrier did not complete.
     #[error("the barrier of {team} {0}", team = .1)]
     Sync(SyncError, String),
+    /// Members of a one-round collective did not signal in time.
+    #[error("{1}: {0}")]
+    Unheard(Unheard, String),
     /// The arguments do not fit the collective.
     #[error("{0}")]
     Invalid(String),
@@ -85,6 +89,23 @@ impl<'a> Members<'a> {
     /// The sync area's cells.
     pub(crate) fn cells(&self) -> Cells {
         self.sync.cells()
+    }
+
+    /// The one-round collectives' signals, when the members share their
+    /// heaps and fit the cells.
+    pub(crate) fn flags(&self) -> Option<Flags<'_>> {
+        Flags::new(self.pe.near()?, self.cells(), self.members, self.me)
+    }
+
+    /// Waits for a signal from each member in `from` (all others: None)
+    /// and takes them, within the job's timeout.
+    pub(crate) async fn take(&self, f: &Flags<'_>, from: Option<u32>) -> Result<(), CollError> {
+        let timeout = self.pe.sync_timeout();
+        match from {
+            Some(s) => f.take(&[s], timeout),
+            None => f.take_all(timeout),
+        }
+        .map_err(|e| CollError::Unheard(e, self.name.to_string()))
     }
 
     /// The members' barrier without the quiet before it: `shmem_team_sync`.

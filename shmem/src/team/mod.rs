@@ -9,6 +9,7 @@
 //! masks), so two teams that share a PE never share cells; teams with no
 //! PE in common may share a slot.
 
+pub(crate) mod flags;
 pub(crate) mod group;
 pub(crate) mod sync;
 
@@ -68,6 +69,8 @@ impl Team {
             offset,
             local: p.heap_base() + offset as usize,
             base: 0,
+            flags: flags::team_flags(CELL_BYTES).0,
+            flag_cells: flags::team_flags(CELL_BYTES).1,
         };
         let sync = SyncArea::new(me, members.len() as u32, cells);
         let scratch = Scratch {

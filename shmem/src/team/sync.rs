@@ -45,6 +45,11 @@ pub(crate) struct Cells {
     /// A cell's value with no signal pending: 0 for a team's cells,
     /// `SHMEM_SYNC_VALUE` (-1) for a `pSync` array.
     pub base: i64,
+    /// The first of the cells the one-round collectives signal in
+    /// (`team::flags`), and how many there are: the most members those
+    /// collectives serve.
+    pub flags: u64,
+    pub flag_cells: u64,
 }
 
 impl Cells {

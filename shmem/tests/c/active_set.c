@@ -29,6 +29,11 @@ static void psync_is_clean(const char *after) {
   shmem_sync(set_start, set_log, set_size, psync2);
 }
 
+/* The specification lets a PE reuse a pSync, or write a dest another
+ * member's call writes, only once every member has left the last call on
+ * it: a sync over another pSync between calls. */
+static void apart(void) { shmem_sync(set_start, set_log, set_size, psync2); }
+
 #define V(p, i) (((p) * 3 + (i)) % 11 + 1)
 
 #define TO_ALL_ARITH(T, NAME)                                                         \
@@ -38,6 +43,7 @@ static void psync_is_clean(const char *after) {
     for (int op = 0; op < 4; op++) {                                                  \
       for (int i = 0; i < N; i++)                                                     \
         src[i] = (T)(op == 1 ? (idx == i % size ? 2 : 1) : op == 0 ? (shmem_my_pe() + i) % 5 + 1 : V(shmem_my_pe(), i)); \
+      apart();                                                                        \
       switch (op) {                                                                   \
       case 0: shmem_##NAME##_sum_to_all(dst, src, N, start, log, size, (T *)pwrk, psync); break; \
       case 1: shmem_##NAME##_prod_to_all(dst, src, N, start, log, size, (T *)pwrk, psync); break; \
@@ -63,18 +69,21 @@ TO_ALL_ARITH(long double, longdouble)
   static void bits_##NAME(int start, int log, int size) {                             \
     static T src[N], dst[N];                                                          \
     for (int i = 0; i < N; i++) src[i] = (T)((1 << ((shmem_my_pe() + i) % 7)) | 1);   \
+    apart();                                                                          \
     shmem_##NAME##_or_to_all(dst, src, N, start, log, size, (T *)pwrk, psync);        \
     for (int i = 0; i < N; i++) {                                                     \
       T want = 0;                                                                     \
       for (int k = 0; k < size; k++) want |= (T)((1 << ((start + k * (1 << log) + i) % 7)) | 1); \
       CHECK(dst[i] == want, #NAME "_or_to_all [%d]", i);                              \
     }                                                                                 \
+    apart();                                                                          \
     shmem_##NAME##_and_to_all(dst, src, N, start, log, size, (T *)pwrk, psync);       \
     for (int i = 0; i < N; i++) {                                                     \
       T want = (T)~0;                                                                 \
       for (int k = 0; k < size; k++) want &= (T)((1 << ((start + k * (1 << log) + i) % 7)) | 1); \
       CHECK(dst[i] == want, #NAME "_and_to_all [%d]", i);                             \
     }                                                                                 \
+    apart();                                                                          \
     shmem_##NAME##_xor_to_all(dst, src, N, start, log, size, (T *)pwrk, psync);       \
     for (int i = 0; i < N; i++) {                                                     \
       T want = 0;                                                                     \
@@ -100,8 +109,10 @@ static void on_set(int start, int log, int size) {
   /* broadcast: every member but the root gets the root's source. */
   for (int root = 0; root < size; root++) {
     for (int i = 0; i < N; i++) { d64[i] = -1; d32[i] = -1; }
+    apart();
     shmem_broadcast64(d64, s64, N, root, start, log, size, psync);
     psync_is_clean("shmem_broadcast64");
+    apart();
     shmem_broadcast32(d32, s32, N, root, start, log, size, psync);
     for (int i = 0; i < N; i++) {
       int from = start + root * stride;
@@ -109,29 +120,37 @@ static void on_set(int start, int log, int size) {
       CHECK(d32[i] == (idx == root ? -1 : V(from, i) * 7), "broadcast32 root %d [%d]", root, i);
     }
   }
+  apart();
   shmem_fcollect64(d64, s64, N, start, log, size, psync);
+  apart();
   shmem_fcollect32(d32, s32, N, start, log, size, psync);
   for (int k = 0; k < size; k++)
     for (int i = 0; i < N; i++) {
       CHECK(d64[k * N + i] == V(start + k * stride, i), "fcollect64 [%d][%d]", k, i);
       CHECK(d32[k * N + i] == V(start + k * stride, i) * 7, "fcollect32 [%d][%d]", k, i);
     }
+  apart();
   shmem_collect64(d64, s64, (size_t)(idx + 1), start, log, size, psync);
   psync_is_clean("shmem_collect64");
+  apart();
   shmem_collect32(d32, s32, (size_t)(idx + 1), start, log, size, psync);
   for (int k = 0, at = 0; k < size; k++)
     for (int i = 0; i <= k; i++, at++) {
       CHECK(d64[at] == V(start + k * stride, i), "collect64 from %d [%d]", k, i);
       CHECK(d32[at] == V(start + k * stride, i) * 7, "collect32 from %d [%d]", k, i);
     }
+  apart();
   shmem_alltoall64(d64, s64, N, start, log, size, psync);
+  apart();
   shmem_alltoall32(d32, s32, N, start, log, size, psync);
   for (int k = 0; k < size; k++)
     for (int i = 0; i < N; i++) {
       CHECK(d64[k * N + i] == V(start + k * stride, idx * N + i), "alltoall64 from %d [%d]", k, i);
       CHECK(d32[k * N + i] == V(start + k * stride, idx * N + i) * 7, "alltoall32 from %d [%d]", k, i);
     }
+  apart();
   shmem_alltoalls64(d64, s64, 2, 3, 1, start, log, size, psync);
+  apart();
   shmem_alltoalls32(d32, s32, 2, 3, 1, start, log, size, psync);
   for (int k = 0; k < size; k++) {
     CHECK(d64[k * 2] == V(start + k * stride, idx * 3), "alltoalls64 from %d", k);
@@ -146,6 +165,7 @@ static void on_set(int start, int log, int size) {
   /* The complex sums. */
   static double _Complex zs[N], zd[N];
   for (int i = 0; i < N; i++) zs[i] = (me + i) + 1.0 * (double _Complex)(__extension__ 1.0iF);
+  apart();
   shmem_complexd_sum_to_all(zd, zs, N, start, log, size, (double _Complex *)pwrk, psync);
   for (int i = 0; i < N; i++) {
     double _Complex want = 0;

@@ -31,11 +31,13 @@ static int world_pe(shmem_team_t t, int i) { return shmem_team_translate_pe(t, i
     /* broadcast from every root */                                                     \
     for (int root = 0; root < tn; root++) {                                             \
       for (int i = 0; i < N; i++) { src[i] = (T)V(me, i); dst[i] = (T)0; }              \
+      shmem_team_sync(t); /* every dest ready before any member calls (the spec) */     \
       CHECK(shmem_##NAME##_broadcast(t, dst, src, N, root) == 0, "broadcast");          \
       for (int i = 0; i < N; i++)                                                       \
         CHECK(dst[i] == (T)V(world_pe(t, root), i), #NAME " broadcast %s root %d [%d]", shape, root, i); \
     }                                                                                   \
-    /* fcollect */                                                                      \
+    /* fcollect: the others may still read dst */                                       \
+    shmem_team_sync(t);                                                                 \
     for (int i = 0; i < N; i++) src[i] = (T)V(me, i);                                   \
     CHECK(shmem_##NAME##_fcollect(t, dst, src, N) == 0, "fcollect");                    \
     for (int j = 0; j < tn; j++)                                                        \
@@ -50,6 +52,7 @@ static int world_pe(shmem_team_t t, int i) { return shmem_team_translate_pe(t, i
           CHECK(dst[at] == (T)V(world_pe(t, j), i), #NAME " collect %s from %d [%d]", shape, j, i); \
     }                                                                                   \
     /* alltoall: block j of member k's source is V(k, j * N + i) */                     \
+    shmem_team_sync(t);                                                                 \
     for (int j = 0; j < tn; j++)                                                        \
       for (int i = 0; i < N; i++) src[j * N + i] = (T)V(me, j * N + i);                 \
     CHECK(shmem_##NAME##_alltoall(t, dst, src, N) == 0, "alltoall");                    \
@@ -59,6 +62,7 @@ static int world_pe(shmem_team_t t, int i) { return shmem_team_translate_pe(t, i
     /* alltoalls: source stride 2, dest stride 3, 2 elements per member */              \
     for (int i = 0; i < N * MAXPES; i++) { src[i] = (T)V(me, i); }                      \
     memset(dst, 0, sizeof(T) * N * MAXPES);                                             \
+    shmem_team_sync(t);                                                                 \
     if (3 * 2 * tn <= N * MAXPES) {                                                     \
       CHECK(shmem_##NAME##_alltoalls(t, dst, src, 3, 2, 2) == 0, "alltoalls");          \
       for (int k = 0; k < tn; k++)                                                      \
@@ -145,23 +149,31 @@ int main(void) {
     arith_longdouble(t, shape);
     complex_complexf(t, shape);
     complex_complexd(t, shape);
-    /* The untyped forms. */
+    /* The untyped forms. A collective writes into the others' dest: each
+     * waits until they have read it (the specification has every dest
+     * ready before any member calls). */
     char *a = bufa, *b = bufb;
     int tn = shmem_team_n_pes(t);
     memset(a, 'a' + me % 26, 64 * MAXPES);
+    shmem_team_sync(t); /* the others have read b */
     CHECK(shmem_fcollectmem(t, b, a, 7) == 0, "fcollectmem");
     for (int j = 0; j < tn; j++)
       CHECK(b[j * 7 + 6] == 'a' + world_pe(t, j) % 26, "fcollectmem %s [%d]", shape, j);
+    shmem_team_sync(t); /* the others have read b */
     CHECK(shmem_broadcastmem(t, b, a, 9, tn - 1) == 0, "broadcastmem");
     CHECK(b[8] == 'a' + world_pe(t, tn - 1) % 26, "broadcastmem %s", shape);
+    shmem_team_sync(t); /* the others have read b */
     CHECK(shmem_collectmem(t, b, a, 3) == 0 && b[3 * tn - 1] == 'a' + world_pe(t, tn - 1) % 26, "collectmem %s", shape);
+    shmem_team_sync(t); /* the others have read b */
     CHECK(shmem_alltoallmem(t, b, a, 5) == 0 && b[5 * tn - 1] == 'a' + world_pe(t, tn - 1) % 26, "alltoallmem %s", shape);
+    shmem_team_sync(t); /* the others have read b */
     CHECK(shmem_alltoallsmem(t, b, a, 2, 1, 5) == 0 && b[2 * (5 * tn - 1)] == 'a' + world_pe(t, tn - 1) % 26, "alltoallsmem %s", shape);
   }
   /* The C11 generic forms pick the typed calls. */
   long *ls = bufa, *ld = bufb;
   ls[0] = me + 1;
   CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, ld, ls, 1) == 0 && ld[0] == (long)npes * (npes + 1) / 2, "generic sum_reduce %ld", ld[0]);
+  shmem_sync_all();
   CHECK(shmem_fcollect(SHMEM_TEAM_WORLD, ld, ls, 1) == 0 && ld[npes - 1] == npes, "generic fcollect");
   shmem_barrier_all();
   if (me == 0)
