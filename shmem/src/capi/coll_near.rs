@@ -12,14 +12,17 @@
 //! the others' `dest` and signal each one (the specification has every
 //! `dest` ready before any PE calls, and the pushes are done when the
 //! pusher returns, so its `source` is free); collect first signals that its
-//! count is published; a reduction signals that its `source` is ready,
-//! combines every member's into a buffer of its own, signals that it is
-//! done reading, and writes `dest` once all are (`dest` may be `source`).
+//! count is published; a team's reduction pushes each `source` into the
+//! others' mailboxes (`team::mailbox`) and combines what it was sent; an
+//! active set's (no mailbox) signals that its `source` is ready, combines
+//! every member's into a buffer of its own, signals that it is done
+//! reading, and writes `dest` once all are (`dest` may be `source`).
 
 use crate::near::Near;
 use crate::pe::{Pe, fatal};
 use crate::team::flags::Flags;
 use crate::team::group::{CollError, Members};
+use crate::team::mailbox::Slots;
 use pld_proto::collective::{Group, Plain};
 use pld_server::WindowId;
 
@@ -165,39 +168,34 @@ impl<'g, 'a> Direct<'g, 'a> {
         size: usize,
         count_of: impl Fn(u32) -> i64,
     ) -> Result<(), CollError> {
-        if let Some(f) = self.g.flags() {
-            // Every count is published (a member writes its next one only
-            // after the second round's signals: all have read it).
-            f.signal_all();
-            self.g.take(&f, None).await?;
-            let len = |i: u32| count_of(i).max(0) as usize * size;
-            let me = self.g.rank();
-            let at: usize = (0..me).map(len).sum();
-            let total: usize = at + (me..self.g.nranks()).map(len).sum::<usize>();
-            if total <= ONE_ROUND_BYTES {
-                let mine = len(me);
-                for i in (0..self.g.nranks()).filter(|i| *i != me) {
-                    self.push(i, 0, at, mine);
-                    f.signal(i);
+        let len = |i: u32| count_of(i).max(0) as usize * size;
+        match self.g.flags() {
+            Some(f) => {
+                // Every count is published (a member writes its next one
+                // only after the last round's signals: all have read it).
+                f.signal_all();
+                self.g.take(&f, None).await?;
+                let me = self.g.rank();
+                let at: usize = (0..me).map(len).sum();
+                let total: usize = at + (me..self.g.nranks()).map(len).sum::<usize>();
+                if total <= ONE_ROUND_BYTES {
+                    let mine = len(me);
+                    for i in (0..self.g.nranks()).filter(|i| *i != me) {
+                        self.push(i, 0, at, mine);
+                        f.signal(i);
+                    }
+                    self.pull(me, 0, at, mine);
+                    return self.g.take(&f, None).await;
                 }
-                self.pull(me, 0, at, mine);
-                return self.g.take(&f, None).await;
             }
-            // Large: the others pull; the counts stay until all have read
-            // them (the barrier below comes after every member's reads).
-            let mut at = 0;
-            for i in 0..self.g.nranks() {
-                self.pull(i, 0, at, len(i));
-                at += len(i);
-            }
-            return self.g.barrier().await;
+            None => self.g.barrier().await?,
         }
-        self.g.barrier().await?;
+        // Large, or no flag cells: each member pulls every part; the
+        // barrier keeps each `source` and count until all have read them.
         let mut at = 0;
         for i in 0..self.g.nranks() {
-            let len = count_of(i).max(0) as usize * size;
-            self.pull(i, 0, at, len);
-            at += len;
+            self.pull(i, 0, at, len(i));
+            at += len(i);
         }
         self.g.barrier().await
     }
@@ -237,7 +235,14 @@ impl<'g, 'a> Direct<'g, 'a> {
         const CHUNK: usize = 8192;
         let (members, me) = (self.g.nranks() as usize, self.g.rank() as usize);
         if let Some(f) = self.one_round(n * T::SIZE) {
-            return self.reduce_one_round(&f, n, combine).await;
+            let bytes = (n * T::SIZE) as u64;
+            return match self.g.mailbox() {
+                Some(m) if bytes <= m.slot_bytes(members as u32) => {
+                    let slots = m.begin(members as u32);
+                    self.reduce_pushed(&f, &slots, n, combine).await
+                }
+                _ => self.reduce_one_round(&f, n, combine).await,
+            };
         }
         let per = n.div_ceil(members);
         let slice = |m: usize| (m * per).min(n)..((m + 1) * per).min(n);
@@ -291,6 +296,45 @@ impl<'g, 'a> Direct<'g, 'a> {
         Ok(())
     }
 
+    /// A small reduction in one round: each member pushes its `source`
+    /// into its slot of every other member's mailbox and signals it; once
+    /// all have, each combines its own `source` and its mailbox's slots in
+    /// member order and writes its `dest`. The pushes are done when a
+    /// member returns, so its `source` is free (and `dest` may be
+    /// `source`: it is read before `dest` is written).
+    async fn reduce_pushed<T: Plain, F: Fn(T, T) -> T>(
+        &self,
+        f: &Flags<'_>,
+        slots: &Slots,
+        n: usize,
+        combine: F,
+    ) -> Result<(), CollError> {
+        let bytes = n * T::SIZE;
+        let me = self.g.rank();
+        let mine = self.source_of(me, 0, bytes);
+        for i in (0..self.g.nranks()).filter(|i| *i != me) {
+            let to = self.heap_at("mailbox", self.g.pe_of(i), slots.of(me), bytes);
+            // SAFETY: `mine` is `bytes` bytes of this PE's `source`, `to`
+            // the slot of another PE's mailbox (both checked live).
+            unsafe { std::ptr::copy_nonoverlapping(mine, to, bytes) };
+            f.signal(i);
+        }
+        self.g.take(f, None).await?;
+        let part = |i: u32| match i == me {
+            true => mine,
+            false => self
+                .heap_at("mailbox", self.me, slots.of(i), bytes)
+                .cast_const(),
+        };
+        let mut acc = Vec::with_capacity(n);
+        combine_parts(&mut acc, n, (0..self.g.nranks()).map(part), &combine);
+        let dst = self.heap_at("dest", self.me, self.dest, bytes);
+        // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc` is
+        // `n` elements of our own.
+        unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };
+        Ok(())
+    }
+
     /// Sets `acc` to the `len` elements at byte `at` of every member's
     /// `source`, combined in member order (the same result bit for bit
     /// whoever computes it), read straight out of the mappings.
@@ -300,23 +344,36 @@ impl<'g, 'a> Direct<'g, 'a> {
         (at, len): (usize, usize),
         combine: &impl Fn(T, T) -> T,
     ) {
-        const { assert!(T::SIZE == std::mem::size_of::<T>()) };
         let bytes = len * T::SIZE;
-        let load = |p: *const u8, k: usize| {
-            // SAFETY: `p` is from `source_of`, `bytes` readable bytes of a
-            // live mapping, and `k` < `len`; every Plain type is a number
-            // or bytes, valid at any bit pattern; the program does not
-            // change a `source` during the call.
-            unsafe { p.cast::<T>().add(k).read_unaligned() }
-        };
-        let first = self.source_of(0, at, bytes);
-        acc.clear();
-        acc.extend((0..len).map(|k| load(first, k)));
-        for i in 1..self.g.nranks() {
-            let from = self.source_of(i, at, bytes);
-            for (k, a) in acc.iter_mut().enumerate() {
-                *a = combine(*a, load(from, k));
-            }
+        let parts = (0..self.g.nranks()).map(|i| self.source_of(i, at, bytes));
+        combine_parts(acc, len, parts, combine);
+    }
+}
+
+/// Sets `acc` to the `len` elements at each of `parts`, combined in order.
+/// Every part must be `len` readable elements of a live mapping that
+/// nobody changes meanwhile.
+fn combine_parts<T: Plain>(
+    acc: &mut Vec<T>,
+    len: usize,
+    mut parts: impl Iterator<Item = *const u8>,
+    combine: &impl Fn(T, T) -> T,
+) {
+    const { assert!(T::SIZE == std::mem::size_of::<T>()) };
+    let load = |p: *const u8, k: usize| {
+        // SAFETY: `p` is `len` readable elements (the callers' parts: a
+        // `source` or a mailbox slot, checked live) and `k` < `len`;
+        // every Plain type is a number or bytes, valid at any bit pattern.
+        unsafe { p.cast::<T>().add(k).read_unaligned() }
+    };
+    acc.clear();
+    let Some(first) = parts.next() else {
+        return;
+    };
+    acc.extend((0..len).map(|k| load(first, k)));
+    for from in parts {
+        for (k, a) in acc.iter_mut().enumerate() {
+            *a = combine(*a, load(from, k));
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::Team;
 use super::flags::{Flags, Unheard};
+use super::mailbox::Mailbox;
 use super::sync::{Cells, SyncArea, SyncError};
 use crate::pe::Pe;
 use pld_proto::bytes::Bytes;
@@ -40,6 +41,8 @@ pub(crate) struct Members<'a> {
     world: bool,
     /// A team's own scratch (an active set has none).
     scratch: Option<Scratch<WindowId>>,
+    /// A team's mailbox (an active set has none).
+    mailbox: Option<&'a Mailbox>,
 }
 
 impl<'a> Members<'a> {
@@ -53,6 +56,7 @@ impl<'a> Members<'a> {
             name: &team.name,
             world: is_world(pe, &team.members),
             scratch: Some(team.scratch),
+            mailbox: Some(&team.mailbox),
         }
     }
 
@@ -73,6 +77,7 @@ impl<'a> Members<'a> {
             name,
             world: is_world(pe, members),
             scratch: None,
+            mailbox: None,
         }
     }
 
@@ -84,6 +89,11 @@ impl<'a> Members<'a> {
     /// The team's own scratch, if it has `bytes` of room.
     pub(crate) fn scratch_for(&self, bytes: u64) -> Option<Scratch<WindowId>> {
         self.scratch.filter(|s| bytes <= s.bytes)
+    }
+
+    /// The team's mailbox, if it has one.
+    pub(crate) fn mailbox(&self) -> Option<&'a Mailbox> {
+        self.mailbox
     }
 
     /// The sync area's cells.

@@ -2,7 +2,8 @@
 //! split from them. A team is its members (global PEs, in team order),
 //! this PE's number among them, and its sync area: [`sync::SYNC_CELLS`]
 //! cells in one of the library's slots of reserved heap bytes, the same
-//! slot on every member, where its barrier's signals land.
+//! slot on every member, where its barrier's signals land; then its
+//! mailbox (`mailbox`) and its scratch.
 //!
 //! A split is collective over the parent team: its members agree on a
 //! slot that is free on all of them (an OR-reduction of their slot
@@ -11,9 +12,11 @@
 
 pub(crate) mod flags;
 pub(crate) mod group;
+pub(crate) mod mailbox;
 pub(crate) mod sync;
 
 use crate::pe::{Pe, TEAM_BYTES, fatal};
+use mailbox::Mailbox;
 use pld_proto::collective::Scratch;
 use pld_server::WindowId;
 use std::collections::HashMap;
@@ -21,10 +24,12 @@ use std::sync::{Arc, Mutex};
 use sync::{Cells, SyncArea};
 
 /// Bytes of one team slot in the reserved heap bytes: its sync cells,
-/// then its scratch.
+/// its mailbox, then its scratch.
 pub(crate) const SLOT_BYTES: u64 = 16 << 10;
 /// The bytes of a slot that hold its sync cells.
 const CELL_BYTES: u64 = 1024;
+/// The bytes of a slot that hold its mailbox.
+const MAILBOX_BYTES: u64 = 7 << 10;
 /// How many teams a PE can belong to at once (world and shared included).
 pub(crate) const SLOTS: u32 = (TEAM_BYTES / SLOT_BYTES) as u32;
 const _: () = assert!(sync::SYNC_CELLS * 8 <= CELL_BYTES && SLOTS <= 64);
@@ -53,6 +58,8 @@ pub(crate) struct Team {
     /// Its scratch: where a small collective works (the house's
     /// algorithms end with a barrier, so the next one may reuse it).
     pub scratch: Scratch<WindowId>,
+    /// Where a small reduction through shared memory pushes `source`.
+    pub mailbox: Mailbox,
 }
 
 impl Team {
@@ -73,13 +80,15 @@ impl Team {
             flag_cells: flags::team_flags(CELL_BYTES).1,
         };
         let sync = SyncArea::new(me, members.len() as u32, cells);
+        let mailbox = Mailbox::new(offset + CELL_BYTES, MAILBOX_BYTES);
         let scratch = Scratch {
             window: p.heap_window(),
-            base: offset + CELL_BYTES,
-            bytes: SLOT_BYTES - CELL_BYTES,
+            base: offset + CELL_BYTES + MAILBOX_BYTES,
+            bytes: SLOT_BYTES - CELL_BYTES - MAILBOX_BYTES,
         };
         Team {
             scratch,
+            mailbox,
             id,
             members,
             me,
