@@ -353,6 +353,7 @@ fn pld_bench_all_prints_json_lines_with_every_op_and_no_setup() {
             "get_lat",
             "acc_lat",
             "fetch_add_lat",
+            "cas_lat",
             "put_bw",
             "get_bw",
             "barrier_lat",
@@ -378,6 +379,63 @@ fn pld_bench_all_prints_json_lines_with_every_op_and_no_setup() {
             .and_then(|v| v.parse().ok())
             .expect("a value");
         assert!(value > 0.0 && value < 100_000.0, "{put}");
+    }
+}
+
+/// Whether Open MPI's compiler is on PATH.
+fn have_open_mpi() -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .any(|d| d.join("mpicc.openmpi").is_file() || d.join("mpicc").is_file())
+}
+
+#[test]
+fn pld_bench_mpi_measures_mpi_rma_beside_every_op_in_the_same_run() {
+    if !have_open_mpi() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI: pld-bench --mpi needs Open MPI (apt-get install openmpi-bin libopenmpi-dev), which .ci/run installs"
+        );
+        eprintln!("SKIPPED: no Open MPI here (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
+        .args(["put_lat", "get_lat", "fetch_add_lat", "cas_lat", "put_bw"])
+        .args(["msg_rate", "barrier_lat", "--sizes", "8", "--ranks", "2,3"])
+        .args(["--transport", "tcp", "--json", "--quick", "--mpi"])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run pld-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pld-bench --mpi failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mpi_of = |op: &str, size: u64| -> f64 {
+        let head = format!("{{\"op\": \"{op}\", \"size\": {size},");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("no {op} {size} in\n{stdout}"));
+        line.split("\"mpi\": ")
+            .nth(1)
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no MPI figure beside {line}"))
+    };
+    for (op, size) in [
+        ("put_lat", 8),
+        ("get_lat", 8),
+        ("fetch_add_lat", 8),
+        ("cas_lat", 8),
+        ("put_bw", 8),
+        ("msg_rate", 8),
+        ("barrier_lat", 2),
+        ("barrier_lat", 3),
+    ] {
+        let m = mpi_of(op, size);
+        assert!(m > 0.0 && m < 1e9, "{op} {size}: MPI's figure {m}");
     }
 }
 

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(crate) const BENCHES: [&str; 14] = [
+pub(crate) const BENCHES: [&str; 15] = [
     "crypto_floor",
     "raw_rtt",
     "raw_bw",
@@ -18,6 +18,7 @@ pub(crate) const BENCHES: [&str; 14] = [
     "get_lat",
     "acc_lat",
     "fetch_add_lat",
+    "cas_lat",
     "put_bw",
     "get_bw",
     "bibw",
@@ -37,7 +38,7 @@ pub(crate) const EXTRA: [&str; 2] = ["grpc", "scale"];
 #[command(name = "pld-bench", version)]
 pub(crate) struct Cli {
     /// What to measure: `all`, or any of raw_rtt raw_bw put_lat get_lat
-    /// acc_lat fetch_add_lat put_bw get_bw bibw msg_rate acc_rate barrier_lat
+    /// acc_lat fetch_add_lat cas_lat put_bw get_bw bibw msg_rate acc_rate barrier_lat
     /// peak_mem crypto_floor; or `grpc`: the client plane's unary 8 B calls (health
     /// Check, Put and Get to the own and a remote rank) over both transports
     /// and both progress modes, each as a ratio of the Check; or `scale`:
@@ -80,10 +81,12 @@ pub(crate) struct Cli {
     /// With --peers: the rank to measure against.
     #[arg(long, default_value_t = 1)]
     pub(crate) target: u32,
-    /// Open MPI's one-sided benchmark script (../shared/bench/mpi-rma/run.sh):
-    /// run it in the same run and print pld / MPI ratios.
+    /// Also measure MPI one-sided RMA (our daemon/bench/mpi_rma.c, built
+    /// with Open MPI's mpicc, run with mpirun over TCP on loopback) in the
+    /// same run and print pld / MPI ratios; installs Open MPI with apt-get
+    /// if it is missing and it can.
     #[arg(long)]
-    pub(crate) mpi: Option<PathBuf>,
+    pub(crate) mpi: bool,
     /// A tenth of the iterations: a smoke run.
     #[arg(long)]
     pub(crate) quick: bool,

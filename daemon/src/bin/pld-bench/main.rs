@@ -5,7 +5,7 @@
 //! ```text
 //! pld-bench all --transport tcp --progress spin            # a table
 //! pld-bench all --transport quic --json                    # JSON lines
-//! pld-bench put_lat get_bw --sizes 8,4MiB --mpi ../shared/bench/mpi-rma/run.sh
+//! pld-bench put_lat get_bw --sizes 8,4MiB --mpi            # beside MPI RMA
 //! pld-bench grpc                                           # the client plane
 //! ```
 //! By default it starts its own target: a `pld-daemon` (rank 1) next to
@@ -16,6 +16,7 @@ mod cli;
 mod crypto;
 mod grpc;
 mod measure;
+mod mpi;
 mod procs;
 mod raw;
 mod report;
@@ -30,7 +31,6 @@ use procs::{Proc, me_as, peak_mem, sibling};
 use report::{Baselines, Figure};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -172,6 +172,7 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         "get_lat",
         "acc_lat",
         "fetch_add_lat",
+        "cas_lat",
         "put_bw",
         "get_bw",
         "bibw",
@@ -266,6 +267,9 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         if cli.wants("fetch_add_lat") {
             figs.push(bench.fetch_add_lat().await?);
         }
+        if cli.wants("cas_lat") {
+            figs.push(bench.cas_lat().await?);
+        }
         for &s in sizes {
             if cli.wants("put_bw") {
                 figs.push(bench.put_bw(s).await?);
@@ -319,8 +323,8 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
             figs.extend(scale::scale(cli, p).await?);
         }
     }
-    if let Some(script) = &cli.mpi {
-        base.mpi = mpi(script, cli)?;
+    if cli.mpi {
+        base.mpi = mpi::run(cli)?;
     }
     report::print(
         &figs,
@@ -330,30 +334,4 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
         cli.json,
     );
     Ok(())
-}
-
-/// Runs Open MPI's one-sided benchmark (and its barrier at each rank count).
-fn mpi(script: &PathBuf, cli: &Cli) -> anyhow::Result<HashMap<(String, u64), f64>> {
-    let mut all = HashMap::new();
-    let run = |args: &[String]| -> anyhow::Result<String> {
-        let out = Command::new(script)
-            .args(args)
-            .output()
-            .context("running the MPI benchmark")?;
-        if !out.status.success() {
-            bail!(
-                "{} failed: {}",
-                script.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    all.extend(report::parse_mpi(&run(&[])?));
-    if cli.wants("barrier_lat") || cli.wants("scale") {
-        for p in &cli.ranks {
-            all.extend(report::parse_mpi(&run(&["barrier".into(), p.to_string()])?));
-        }
-    }
-    Ok(all)
 }

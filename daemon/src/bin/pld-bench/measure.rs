@@ -146,6 +146,24 @@ impl Bench<'_> {
         Ok(Figure::lat("fetch_add_lat", 8, us))
     }
 
+    /// compare_swap of one int64 (MPI_Compare_and_swap of MPI_LONG).
+    pub async fn cas_lat(&self) -> R<Figure> {
+        let mut i = 0i64;
+        let us = self
+            .mean_us(8, || {
+                i += 1;
+                let (expected, desired) = (i - 1, i);
+                async move {
+                    self.rank
+                        .compare_swap(self.peer, self.data, 0, Dtype::Int64, expected, desired)
+                        .await
+                        .map(drop)
+                }
+            })
+            .await?;
+        Ok(Figure::lat("cas_lat", 8, us))
+    }
+
     fn bw_iters(&self, size: u64) -> usize {
         (iters_for(size, self.quick) / 10).max(if self.quick { 3 } else { 10 })
     }

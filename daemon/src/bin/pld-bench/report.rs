@@ -67,7 +67,7 @@ pub struct Baselines {
 impl Baselines {
     fn raw(&self, f: &Figure) -> Option<(&'static str, f64)> {
         match f.op.as_str() {
-            "put_lat" | "get_lat" | "acc_lat" | "fetch_add_lat" if f.size <= 64 => {
+            "put_lat" | "get_lat" | "acc_lat" | "fetch_add_lat" | "cas_lat" if f.size <= 64 => {
                 self.raw_rtt_us.map(|v| ("raw_rtt", v))
             }
             "put_bw" => self.raw_bw_put.map(|v| ("raw_bw", v)),
