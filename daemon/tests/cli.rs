@@ -440,6 +440,84 @@ fn pld_bench_mpi_measures_mpi_rma_beside_every_op_in_the_same_run() {
 }
 
 #[test]
+fn pld_bench_plot_draws_labelled_latency_and_bandwidth_charts_as_svg_and_png() {
+    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    if !std::path::Path::new(font).is_file() && std::env::var_os("PLD_PLOT_FONT").is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI: pld-bench --plot needs {font} (apt-get install fonts-dejavu-core), which .ci/run installs"
+        );
+        eprintln!("SKIPPED: no {font} here (apt-get install fonts-dejavu-core)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("pld-bench-plot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
+        .args(["put_lat", "get_lat", "put_bw", "raw_rtt", "raw_bw"])
+        .args(["--sizes", "8,4096,65536", "--transport", "tcp", "--quick"])
+        .arg("--plot")
+        .arg(&dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run pld-bench");
+    assert!(
+        out.status.success(),
+        "pld-bench --plot failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |name: &str| {
+        std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name} was not written: {e}"))
+    };
+    for (chart, axis, lines) in [
+        (
+            "latency",
+            "latency (us",
+            ["pld put_lat", "pld get_lat", "raw tcp round trip"],
+        ),
+        (
+            "bandwidth",
+            "bandwidth (MB/s",
+            ["pld put_bw", "raw tcp stream", "raw tcp stream"],
+        ),
+    ] {
+        let svg = String::from_utf8(read(&format!("{chart}.svg"))).expect("SVG is text");
+        assert!(
+            (3_000..2_000_000).contains(&svg.len()),
+            "{chart}.svg is {} bytes",
+            svg.len()
+        );
+        assert!(
+            svg.starts_with("<svg"),
+            "{chart}.svg: {}",
+            &svg[..80.min(svg.len())]
+        );
+        for label in ["message size (bytes)", axis].iter().chain(lines.iter()) {
+            assert!(svg.contains(label), "{chart}.svg has no label {label:?}");
+        }
+        // A line per series: polylines, not only the axes.
+        assert!(
+            svg.matches("<polyline").count() >= 2,
+            "{chart}.svg draws no lines"
+        );
+        let png = read(&format!("{chart}.png"));
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{chart}.png is not a PNG");
+        let (w, h) = (
+            u32::from_be_bytes(png[16..20].try_into().unwrap()),
+            u32::from_be_bytes(png[20..24].try_into().unwrap()),
+        );
+        assert_eq!((w, h), (960, 600), "{chart}.png's size");
+        // Text, lines and points: far more than a blank image compresses to.
+        assert!(
+            png.len() > 15_000,
+            "{chart}.png is only {} bytes",
+            png.len()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn ports_prints_distinct_loopback_ports_free_for_tcp_and_udp() {
     let (code, out, err) = run(&["ports", "5"]);
     assert_eq!(code, 0, "{err}");

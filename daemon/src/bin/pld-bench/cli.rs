@@ -87,6 +87,11 @@ pub(crate) struct Cli {
     /// if it is missing and it can.
     #[arg(long)]
     pub(crate) mpi: bool,
+    /// Also draw latency and bandwidth against message size, pld beside
+    /// this run's baselines (raw transport, MPI), as DIR/latency.svg,
+    /// .png and DIR/bandwidth.svg, .png.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) plot: Option<PathBuf>,
     /// A tenth of the iterations: a smoke run.
     #[arg(long)]
     pub(crate) quick: bool,

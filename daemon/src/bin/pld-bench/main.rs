@@ -6,6 +6,7 @@
 //! pld-bench all --transport tcp --progress spin            # a table
 //! pld-bench all --transport quic --json                    # JSON lines
 //! pld-bench put_lat get_bw --sizes 8,4MiB --mpi            # beside MPI RMA
+//! pld-bench put_lat put_bw --mpi --plot plots               # and as charts
 //! pld-bench grpc                                           # the client plane
 //! ```
 //! By default it starts its own target: a `pld-daemon` (rank 1) next to
@@ -17,6 +18,7 @@ mod crypto;
 mod grpc;
 mod measure;
 mod mpi;
+mod plot;
 mod procs;
 mod raw;
 mod report;
@@ -326,12 +328,12 @@ async fn run(cli: &Cli) -> anyhow::Result<()> {
     if cli.mpi {
         base.mpi = mpi::run(cli)?;
     }
-    report::print(
-        &figs,
-        &base,
-        &cli.transport.to_string(),
-        &cli.progress.to_string(),
-        cli.json,
-    );
+    let (transport, progress) = (cli.transport.to_string(), cli.progress.to_string());
+    report::print(&figs, &base, &transport, &progress, cli.json);
+    if let Some(dir) = &cli.plot {
+        for file in plot::draw(dir, &figs, &base, &transport, &progress)? {
+            eprintln!("pld-bench: wrote {}", file.display());
+        }
+    }
     Ok(())
 }
