@@ -314,29 +314,39 @@ fn the_demo_prints_ok_over_both_transports() {
     }
 }
 
+/// Runs pld-bench with `args`; its stdout, once it has succeeded.
+fn bench(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run pld-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "pld-bench {} failed:\n{stdout}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn pld_bench_all_prints_json_lines_with_every_op_and_no_setup() {
     for transport in ["tcp", "quic"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
-            .args([
-                "all",
-                "--transport",
-                transport,
-                "--progress",
-                "spin",
-                "--json",
-                "--quick",
-            ])
-            .args(["--sizes", "8,65536", "--ranks", "2"])
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("run pld-bench");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "pld-bench over {transport} failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = bench(&[
+            "all",
+            "--transport",
+            transport,
+            "--progress",
+            "spin",
+            "--json",
+            "--quick",
+            "--sizes",
+            "8,65536",
+            "--ranks",
+            "2",
+        ]);
         let lines: Vec<&str> = stdout.lines().collect();
         for line in &lines {
             assert!(
@@ -399,19 +409,24 @@ fn pld_bench_mpi_measures_mpi_rma_beside_every_op_in_the_same_run() {
         eprintln!("SKIPPED: no Open MPI here (apt-get install openmpi-bin libopenmpi-dev)");
         return;
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
-        .args(["put_lat", "get_lat", "fetch_add_lat", "cas_lat", "put_bw"])
-        .args(["msg_rate", "barrier_lat", "--sizes", "8", "--ranks", "2,3"])
-        .args(["--transport", "tcp", "--json", "--quick", "--mpi"])
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run pld-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "pld-bench --mpi failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = bench(&[
+        "put_lat",
+        "get_lat",
+        "fetch_add_lat",
+        "cas_lat",
+        "put_bw",
+        "msg_rate",
+        "barrier_lat",
+        "--sizes",
+        "8",
+        "--ranks",
+        "2,3",
+        "--transport",
+        "tcp",
+        "--json",
+        "--quick",
+        "--mpi",
+    ]);
     let mpi_of = |op: &str, size: u64| -> f64 {
         let head = format!("{{\"op\": \"{op}\", \"size\": {size},");
         let line = stdout
@@ -452,20 +467,21 @@ fn pld_bench_plot_draws_labelled_latency_and_bandwidth_charts_as_svg_and_png() {
     }
     let dir = std::env::temp_dir().join(format!("pld-bench-plot-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
-        .args(["put_lat", "get_lat", "put_bw", "raw_rtt", "raw_bw"])
-        .args(["--sizes", "8,4096,65536", "--transport", "tcp", "--quick"])
-        .arg("--plot")
-        .arg(&dir)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run pld-bench");
-    assert!(
-        out.status.success(),
-        "pld-bench --plot failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let plot = dir.to_str().expect("a UTF-8 temp dir");
+    bench(&[
+        "put_lat",
+        "get_lat",
+        "put_bw",
+        "raw_rtt",
+        "raw_bw",
+        "--sizes",
+        "8,4096,65536",
+        "--transport",
+        "tcp",
+        "--quick",
+        "--plot",
+        plot,
+    ]);
     let read = |name: &str| {
         std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name} was not written: {e}"))
     };
