@@ -26,7 +26,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 /// Every flag of a running rank and its environment variable.
-const FLAGS: [(&str, &str); 28] = [
+const FLAGS: [(&str, &str); 29] = [
     ("--rank", "PLD_RANK"),
     ("--peers", "PLD_PEERS"),
     ("--listen", "PLD_LISTEN"),
@@ -55,6 +55,7 @@ const FLAGS: [(&str, &str); 28] = [
     ("--grpc-stall-timeout", "PLD_GRPC_STALL_TIMEOUT"),
     ("--grpc-keepalive", "PLD_GRPC_KEEPALIVE"),
     ("--checked", "PLD_CHECKED"),
+    ("--trace", "PLD_TRACE"),
 ];
 
 #[test]

@@ -12,6 +12,7 @@
 //! Reports go to the log, to `Stats::races`, and to [`Checked::reports`];
 //! in strict mode the racing request fails with `ERROR_CODE_RACE`.
 
+use crate::trace::Trace;
 use pld_proto::checked::sync::{BarrierClocks, Cells};
 use pld_proto::checked::{Access, AccessKind, Detector, Epoch, Race, RankClock, VectorClock};
 use pld_proto::lock::Locked;
@@ -82,6 +83,8 @@ pub struct Checked {
     nranks: u32,
     strict: bool,
     inner: Mutex<Inner>,
+    /// The timeline, with `--trace`: each race goes on it too.
+    trace: Option<Arc<Trace>>,
 }
 
 /// The wire form of a clock.
@@ -100,6 +103,7 @@ impl Checked {
         rank: u32,
         n: u32,
         windows: &[String],
+        trace: Option<Arc<Trace>>,
     ) -> Option<Arc<Checked>> {
         if mode == CheckedMode::Off {
             return None;
@@ -108,6 +112,7 @@ impl Checked {
             rank,
             nranks: n,
             strict: mode == CheckedMode::Strict,
+            trace,
             inner: Mutex::new(Inner {
                 clock: RankClock::new(rank, n),
                 barriers: 0,
@@ -200,9 +205,8 @@ impl Checked {
             for b in bytes {
                 let (raced, fresh) = i.detector.check(window, b.clone(), &access, &clock);
                 for race in fresh {
-                    tracing::warn!("{race}");
                     first.get_or_insert_with(|| race.to_string());
-                    i.reports.push(race);
+                    self.report(&mut i, race);
                 }
                 if raced && first.is_none() {
                     let name = i.detector.window_name(window).unwrap_or("?");
@@ -216,13 +220,21 @@ impl Checked {
         if first.is_none() {
             for b in bytes {
                 for race in i.detector.access(window, b.clone(), &access, &clock) {
-                    tracing::warn!("{race}");
-                    i.reports.push(race);
+                    self.report(&mut i, race);
                 }
             }
             self.report_budget(&mut i, window);
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Reports a race: the log, the timeline, the reports.
+    fn report(&self, i: &mut Inner, race: Race) {
+        tracing::warn!("{race}");
+        if let Some(t) = &self.trace {
+            t.race([race.first.rank(), race.second.rank()], race.to_string());
+        }
+        i.reports.push(race);
     }
 
     /// Says, once per window, that its shadow went over its budget.

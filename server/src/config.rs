@@ -216,6 +216,9 @@ pub struct Config {
     pub security: Security,
     /// The race detector (`--checked[=strict]`); every rank must agree.
     pub checked: crate::CheckedMode,
+    /// Record a timeline of this rank's ops, barriers, waits and races
+    /// (`--trace`, [`crate::Trace`]); off costs one branch per op.
+    pub trace: bool,
     /// Windows over memory the process already owns (an OpenSHMEM
     /// program's data segment), served beside `windows`.
     pub lent: Vec<std::sync::Arc<crate::lent::ForeignMemory>>,
@@ -251,6 +254,7 @@ impl Config {
             progress: Progress::Sleep,
             security: Security::Unset,
             checked: crate::CheckedMode::Off,
+            trace: false,
             lent: Vec::new(),
         }
     }

@@ -27,6 +27,7 @@ mod rank;
 pub mod ratelog;
 pub mod stats;
 pub mod tls;
+pub mod trace;
 pub mod transport;
 pub mod window;
 
@@ -38,3 +39,4 @@ pub use pld_proto::{Cmp, Dtype, Element, NotifyOp, OpKind};
 pub use rank::{Chunking, Layout, OpHandle, QuicPath, Rank, Shape, Transfer, WindowId};
 pub use stats::StatsSnapshot;
 pub use tls::Security;
+pub use trace::Trace;

@@ -53,6 +53,8 @@ pub struct Settings {
     pub op_timeout: Duration,
     /// The race detector (`PLD_CHECKED`: off, on, strict).
     pub checked: pld_server::CheckedMode,
+    /// Where to write this PE's timeline at `shmem_finalize` (`PLD_TRACE`).
+    pub trace: Option<std::path::PathBuf>,
     /// Sleep or spin (`PLD_PROGRESS`).
     pub progress: pld_server::Progress,
     /// The cluster's name (`PLD_CLUSTER_ID`).
@@ -167,6 +169,9 @@ impl Settings {
             )?,
             checked: parse(&var, "PLD_CHECKED", pld_server::CheckedMode::Off, |v| {
                 v.parse()
+            })?,
+            trace: parse(&var, "PLD_TRACE", None, |v| {
+                Ok(Some(std::path::PathBuf::from(v)))
             })?,
             progress: parse(&var, "PLD_PROGRESS", pld_server::Progress::Sleep, |v| {
                 v.parse()

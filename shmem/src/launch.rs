@@ -28,6 +28,8 @@ pub struct Job {
     pub timeout: Option<Duration>,
     /// The program and its arguments.
     pub program: Vec<String>,
+    /// Where to write the job's timeline (every PE's, merged).
+    pub trace: Option<PathBuf>,
 }
 
 /// What ended the job.
@@ -72,6 +74,9 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
             .env("PLD_SHMEM_CONTROL", write_end.to_string());
         if let Some(t) = job.timeout {
             cmd.env("PLD_SYNC_TIMEOUT", format!("{}ms", t.as_millis()));
+        }
+        if job.trace.is_some() {
+            cmd.env("PLD_TRACE", dir.join(format!("trace-{rank}.json")));
         }
         match cmd.spawn() {
             Ok(c) => children.push(Some(c)),
@@ -145,7 +150,26 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
     }
+    if let Some(out) = &job.trace {
+        merge_traces(&dir, job.npes, out)?;
+    }
     Ok(result)
+}
+
+/// Merges the PEs' timelines (each written at its `shmem_finalize`) into
+/// `out`; a PE that did not get there has none.
+fn merge_traces(dir: &std::path::Path, npes: u32, out: &std::path::Path) -> anyhow::Result<()> {
+    let docs: Vec<String> = (0..npes)
+        .filter_map(|pe| std::fs::read_to_string(dir.join(format!("trace-{pe}.json"))).ok())
+        .collect();
+    if (docs.len() as u32) < npes {
+        eprintln!(
+            "pld-oshrun: {} of {npes} PEs wrote a trace (a PE writes it at shmem_finalize)",
+            docs.len()
+        );
+    }
+    std::fs::write(out, pld_server::trace::merge_documents(&docs))
+        .with_context(|| format!("writing the trace to {}", out.display()))
 }
 
 fn stop(children: &mut [Option<Child>]) {

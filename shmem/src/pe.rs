@@ -51,6 +51,8 @@ pub(crate) struct Pe {
     deferred: Mutex<Vec<Deferred>>,
     sync_timeout: Duration,
     control: Option<i32>,
+    /// `PLD_TRACE`: where `shmem_finalize` writes the timeline.
+    trace: Option<std::path::PathBuf>,
     finalized: AtomicBool,
     /// The teams this PE belongs to.
     teams: crate::team::Registry,
@@ -169,6 +171,7 @@ fn start() -> anyhow::Result<Pe> {
     config.connect_timeout = s.connect_timeout;
     config.op_timeout = s.op_timeout;
     config.checked = s.checked;
+    config.trace = s.trace.is_some();
     config.progress = s.progress;
     config.cluster_id = s.cluster_id.clone();
     let shared = config.ranks_here();
@@ -224,6 +227,7 @@ fn start() -> anyhow::Result<Pe> {
         deferred: Mutex::new(Vec::new()),
         sync_timeout: s.sync_timeout,
         control: s.control,
+        trace: s.trace.clone(),
         finalized: AtomicBool::new(false),
         teams: Mutex::default(),
         contexts: Mutex::default(),
@@ -423,6 +427,15 @@ impl Pe {
         self.quiet("shmem_finalize");
         self.run("shmem_finalize", self.rank.barrier());
         let races = crate::names::report_races(self);
+        if let (Some(path), Some(t)) = (&self.trace, self.rank.trace())
+            && let Err(e) = std::fs::write(path, t.to_json())
+        {
+            eprintln!(
+                "PE {}: could not write its trace to {}: {e}",
+                self.rank.rank(),
+                path.display()
+            );
+        }
         self.block(self.rank.shutdown());
         if races > 0 {
             fatal(format!(

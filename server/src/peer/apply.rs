@@ -26,14 +26,14 @@ pub(super) enum Outcome {
 }
 
 /// A plain put found whole in the buffer: what `serve_request` does with
-/// it, without building its `Header`.
+/// it, without building its `Header`. Whether it was applied.
 pub(super) fn serve_put(
     state: &RankState,
     peer: &Hello,
     p: &StoreFrame,
     payload: &[u8],
     out: &mut Replies,
-) {
+) -> bool {
     // A put without a region is one range: `Window::write` checks and
     // copies it, as `put_rows` + `write_rows` would, without their `Rows`.
     let applied = (state.windows().get(p.window)).and_then(|w| w.write(p.offset, payload));
@@ -42,7 +42,8 @@ pub(super) fn serve_put(
         // Counted with the run it is answered in (`Replies::count_served`).
         Ok(()) => {
             out.served_put(bytes);
-            out.ack(state, p.id)
+            out.ack(state, p.id);
+            true
         }
         Err(e) => {
             state.activity().touch();
@@ -50,13 +51,14 @@ pub(super) fn serve_put(
             state.stats().served(OpKind::Put, false);
             tracing::debug!(peer = peer.rank, op = "put", id = p.id, error = %e, "rejected a request");
             out.error(state, p.id, e.code(), e.to_string());
+            false
         }
     }
 }
 
 /// A plain atomic add found whole in the buffer: what `serve_request`
 /// does with it (the same checks in the same order, so the same error),
-/// without building its `Header`.
+/// without building its `Header`. Whether it was applied.
 pub(super) fn serve_add(
     state: &RankState,
     peer: &Hello,
@@ -64,7 +66,7 @@ pub(super) fn serve_add(
     dtype: i32,
     payload: &[u8],
     out: &mut Replies,
-) {
+) -> bool {
     state.activity().touch();
     state
         .stats()
@@ -76,10 +78,14 @@ pub(super) fn serve_add(
     });
     state.stats().served(OpKind::AtomicAdd, applied.is_ok());
     match applied {
-        Ok(()) => out.ack(state, p.id),
+        Ok(()) => {
+            out.ack(state, p.id);
+            true
+        }
         Err(e) => {
             tracing::debug!(peer = peer.rank, op = "atomic_add", id = p.id, error = %e, "rejected a request");
             out.error(state, p.id, e.code(), e.to_string());
+            false
         }
     }
 }

@@ -105,11 +105,16 @@ async fn serve(state: Arc<RankState>, est: Established) {
             && p.payload_len < DIRECT_MIN
         {
             let payload = reader.store_payload(&p);
-            match p.store {
-                Store::Put => serve_put(&state, &peer, &p, payload, &mut out),
-                Store::AtomicAdd { dtype } => {
-                    serve_add(&state, &peer, &p, dtype, payload, &mut out)
-                }
+            let start = state.trace().map(|_| std::time::Instant::now());
+            let (op, ok) = match p.store {
+                Store::Put => (OpKind::Put, serve_put(&state, &peer, &p, payload, &mut out)),
+                Store::AtomicAdd { dtype } => (
+                    OpKind::AtomicAdd,
+                    serve_add(&state, &peer, &p, dtype, payload, &mut out),
+                ),
+            };
+            if let (Some(t), Some(start)) = (state.trace(), start) {
+                t.applied(peer.rank, op, p.id, start, ok);
             }
             reader.consume_store(p);
             if out.len() >= FLUSH_AT
@@ -158,6 +163,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             && let Some(Body::Put(p)) = &header.body
         {
             state.activity().touch();
+            let start = std::time::Instant::now();
             state
                 .stats()
                 .received(MsgKind::Put, frame::PREFIX_LEN + len);
@@ -166,22 +172,26 @@ async fn serve(state: Arc<RankState>, est: Established) {
                 check_access(&state, &peer, at, p.window, &rows, AccessKind::Put)?;
                 Ok((w, rows))
             });
-            match checked {
+            let ok = match checked {
                 Ok((w, rows)) => {
                     if let Err(e) = reader.payload_into_raw(w.raw_rows(rows)).await {
                         break e.to_string();
                     }
                     w.changed();
-                    state.stats().served(OpKind::Put, true);
                     out.ack(&state, header.id);
+                    true
                 }
                 Err(e) => {
                     if let Err(e) = reader.skip_payload().await {
                         break e.to_string();
                     }
-                    state.stats().served(OpKind::Put, false);
                     out.error(&state, header.id, e.code(), e.to_string());
+                    false
                 }
+            };
+            state.stats().served(OpKind::Put, ok);
+            if let Some(t) = state.trace() {
+                t.applied(peer.rank, OpKind::Put, header.id, start, ok);
             }
             continue;
         }
@@ -280,12 +290,16 @@ fn serve_request(
         return None;
     };
     let at = (id, header.checked.as_ref());
+    let start = state.trace().map(|_| std::time::Instant::now());
     let Some((op, outcome)) = classify_and_apply(state, peer, at, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
         out.error(state, id, ErrorCode::UnexpectedMessage, msg);
         return None;
     };
     state.stats().served(op, outcome.is_ok());
+    if let (Some(t), Some(start)) = (state.trace(), start) {
+        t.applied(peer.rank, op, id, start, outcome.is_ok());
+    }
     match outcome {
         Ok(Outcome::Ack) => out.ack(state, id),
         Ok(Outcome::Value(v, checked)) => {

@@ -14,6 +14,7 @@ use super::touched::Touched;
 use crate::checked::Checked;
 use crate::config::Config;
 use crate::stats::Stats;
+use crate::trace::Trace;
 use crate::window::Windows;
 use pld_proto::PROTOCOL_VERSION;
 use pld_proto::v1::{BarrierSignal, CheckedStamp, Hello};
@@ -29,6 +30,8 @@ pub(crate) struct RankState {
     hello: Hello,
     /// The race detector, in checked mode.
     checked: Option<Arc<Checked>>,
+    /// The timeline, with `--trace`.
+    trace: Option<Arc<Trace>>,
     barrier: BarrierState,
     members: Members,
     /// When this rank last sent or received a frame, for spin progress.
@@ -61,7 +64,14 @@ impl RankState {
             checked: config.checked != crate::CheckedMode::Off,
         };
         let names: Vec<String> = hello.windows.iter().map(|w| w.name.clone()).collect();
-        let checked = Checked::new(config.checked, config.rank, config.nranks(), &names);
+        let trace = config.trace.then(|| Arc::new(Trace::new(config.rank)));
+        let checked = Checked::new(
+            config.checked,
+            config.rank,
+            config.nranks(),
+            &names,
+            trace.clone(),
+        );
         let n = config.nranks();
         RankState {
             barrier: BarrierState::new(config.rank, n),
@@ -72,6 +82,7 @@ impl RankState {
             stats: Stats::default(),
             hello,
             checked,
+            trace,
             activity: Activity::default(),
             implicit: Default::default(),
         }
@@ -95,6 +106,12 @@ impl RankState {
     /// The race detector, in checked mode.
     pub fn checked(&self) -> Option<&Arc<Checked>> {
         self.checked.as_ref()
+    }
+
+    /// The timeline, with `--trace`.
+    #[inline(always)]
+    pub fn trace(&self) -> Option<&Arc<Trace>> {
+        self.trace.as_ref()
     }
 
     /// The barrier's driver state.
@@ -143,6 +160,9 @@ impl RankState {
     /// A barrier signal heard from `from` (on any connection of that
     /// rank): the barrier's state takes it, and its driver looks again.
     pub fn heard_signal(&self, from: u32, signal: &BarrierSignal, stamp: Option<&CheckedStamp>) {
+        if let Some(t) = &self.trace {
+            t.signal(from, signal.epoch, signal.round, false);
+        }
         let checked = self.checked.as_deref();
         self.barrier
             .heard(from, signal, stamp, checked, &self.stats);

@@ -258,6 +258,12 @@ impl Rank {
         self.state.stats().snapshot()
     }
 
+    /// This rank's timeline, if it runs with `Config::trace`
+    /// ([`crate::trace`]: `to_json`, or `trace::merge` of several ranks).
+    pub fn trace(&self) -> Option<&Arc<crate::Trace>> {
+        self.state.trace()
+    }
+
     /// Resolves a window by name (an unknown one's error echoes at most
     /// `MAX_ECHOED_NAME` (128) bytes of it).
     pub fn window(&self, name: &str) -> Result<WindowId> {

@@ -95,7 +95,8 @@ impl Rank {
         self.quiet_until(Some(deadline), timeout).await?;
         let state = &self.state;
         let barrier = state.barrier();
-        barrier.enter(std::time::Instant::now(), state.checked().map(|c| &**c));
+        let entered = std::time::Instant::now();
+        barrier.enter(entered, state.checked().map(|c| &**c));
         // Higher-ranked peers signal this rank on its links to them: those
         // readers spin for the signals until the barrier ends.
         let _listening = Listening::new(self);
@@ -139,7 +140,7 @@ impl Rank {
             out.clear();
             match progress {
                 Advance::Done { epoch } => {
-                    self.barrier_done(epoch);
+                    self.barrier_done(epoch, entered);
                     return Ok(());
                 }
                 Advance::Idle => return Ok(()),
@@ -148,10 +149,13 @@ impl Rank {
                         // One last look: the message may have raced the deadline.
                         let (last, missing) = barrier.last_look(&mut out);
                         if let (Advance::Waiting, Some(missing)) = (last, missing) {
+                            if let Some(t) = state.trace() {
+                                t.barrier(missing.epoch, entered, false);
+                            }
                             return Err(self.barrier_timeout(missing, timeout).await);
                         }
                         if let Advance::Done { epoch } = last {
-                            self.barrier_done(epoch);
+                            self.barrier_done(epoch, entered);
                         }
                         debug_assert!(out.is_empty(), "the last round sends nothing");
                         return Ok(());
@@ -161,9 +165,12 @@ impl Rank {
         }
     }
 
-    /// Checked mode: a barrier completed; this rank acquires every rank's
-    /// clock at entry.
-    fn barrier_done(&self, epoch: u64) {
+    /// A barrier entered at `entered` completed: on the timeline; in
+    /// checked mode this rank acquires every rank's clock at entry.
+    fn barrier_done(&self, epoch: u64, entered: std::time::Instant) {
+        if let Some(t) = self.state.trace() {
+            t.barrier(epoch, entered, true);
+        }
         if let Some(c) = self.state.checked() {
             c.barrier_done(epoch);
             self.state.stats().set_checked(c.counters());
@@ -240,6 +247,7 @@ impl Rank {
             link.flush().await;
         }
         let deadline = crate::deadline::after(timeout);
+        let started = std::time::Instant::now();
         let mut last = 0;
         let held = self
             .state
@@ -250,6 +258,10 @@ impl Rank {
                 cmp.holds(last, expected)
             })
             .await;
+        if let Some(t) = self.state.trace() {
+            let what = format!("signal cell {offset} of '{}' {cmp} {expected}", w.name());
+            t.wait(&what, started, held);
+        }
         if held {
             self.waited(win, offset, cmp, expected);
             return Ok(last);
@@ -368,6 +380,9 @@ async fn send_signal(
     s: pld_proto::barrier::Signal,
     deadline: Instant,
 ) -> Result<()> {
+    if let Some(t) = state.trace() {
+        t.signal(s.to, s.epoch, s.round, true);
+    }
     let header = signal_header(&s, state.checked().map(|c| &**c));
     if signal::send_served(state, &header, s.to, link.epoch, deadline).await {
         return Ok(());

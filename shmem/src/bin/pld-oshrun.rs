@@ -37,6 +37,12 @@ struct Cli {
     /// missing (ms, s, m).
     #[arg(long, value_parser = pld_proto::units::parse_duration)]
     timeout: Option<std::time::Duration>,
+    /// Write the job's timeline — each PE's ops over pld's links, its
+    /// barriers and waits, races — to FILE as Chrome trace-event JSON
+    /// (ui.perfetto.dev). Through shared memory a heap put or get is a
+    /// CPU copy and not on it: --shared-memory off shows every op.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     program: Vec<String>,
@@ -55,6 +61,7 @@ fn is_value(args: &[String], a: &str) -> bool {
                 | "--progress"
                 | "--checked"
                 | "--shared-memory"
+                | "--trace"
         )
 }
 
@@ -79,6 +86,7 @@ fn main() -> std::process::ExitCode {
         shared_memory: cli.shared_memory,
         timeout: cli.timeout,
         program: cli.program,
+        trace: cli.trace,
     };
     match pld_shmem::launch::run(&job) {
         Ok(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),

@@ -53,6 +53,9 @@ def main(argv=None):
     p.add_argument("--checked", nargs="?", const="on", default=OPTIONS.checked, choices=["on", "strict", "off"],
                    help="run every rank as a race detector: accesses no barrier, wait or atomic orders are "
                    "reported once each and fail the run (strict: the racing op fails too)")
+    p.add_argument("--trace", metavar="FILE", default=OPTIONS.trace,
+                   help="write the embedded ranks' timeline (ops, barriers, waits, races) to FILE as "
+                   "Chrome trace-event JSON, for ui.perfetto.dev (or PLD_TRACE)")
     p.add_argument("script", help="the program, run as __main__")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
     ns = p.parse_args(argv)
@@ -61,6 +64,7 @@ def main(argv=None):
     OPTIONS.token = ns.token
     OPTIONS.timeout_s = ns.timeout
     OPTIONS.checked = ns.checked
+    OPTIONS.trace = ns.trace
     # `pypto` is ours for this command only: the shim directory goes first
     # on the path of this process, nowhere else.
     sys.path.insert(0, SHIM)

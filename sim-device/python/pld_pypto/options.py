@@ -16,6 +16,8 @@ class Options:
     token: str = field(default_factory=lambda: os.environ.get("PLD_CLIENT_TOKEN") or None)
     timeout_s: float = field(default_factory=lambda: float(os.environ.get("PLD_TIMEOUT_S", "30")))
     checked: str = field(default_factory=lambda: os.environ.get("PLD_CHECKED", "off"))
+    # A file for the embedded ranks' timeline (Chrome trace-event JSON).
+    trace: str = field(default_factory=lambda: os.environ.get("PLD_TRACE") or None)
 
 
 OPTIONS = Options()

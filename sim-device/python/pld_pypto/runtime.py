@@ -89,6 +89,7 @@ class Ranks:
             daemons=OPTIONS.daemons,
             token=OPTIONS.token,
             checked=OPTIONS.checked,
+            trace=bool(OPTIONS.trace),
             data_bytes=data_window_bytes(host, OPTIONS.daemons),
         )
         self.ranks = self.cluster.ranks()
@@ -159,6 +160,10 @@ class Ranks:
         for t in threads:
             t.join()
         self.allocated = True
+        if OPTIONS.trace:
+            # Everything recorded so far, a failed run's too.
+            with open(OPTIONS.trace, "w", encoding="utf-8") as f:
+                f.write(cluster.trace_json() or "")
         # The cause is the lowest rank that failed on its own; the others
         # were cancelled because of it.
         causes = sorted(failures, key=lambda r: (_cancelled(failures[r][0]), r))

@@ -77,7 +77,7 @@ impl Cluster {
     /// mutual TLS under a throwaway CA), or, with `daemons`, connects to
     /// running daemons' gRPC addresses in rank order.
     #[new]
-    #[pyo3(signature = (n, platform="a2a3sim", transport="quic", timeout_s=30.0, daemons=Vec::new(), token=None, data_bytes=16<<20, signal_bytes=64<<10, checked="off"))]
+    #[pyo3(signature = (n, platform="a2a3sim", transport="quic", timeout_s=30.0, daemons=Vec::new(), token=None, data_bytes=16<<20, signal_bytes=64<<10, checked="off", trace=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -90,8 +90,15 @@ impl Cluster {
         data_bytes: u64,
         signal_bytes: u64,
         checked: &str,
+        trace: bool,
     ) -> PyResult<Cluster> {
         let checked: CheckedMode = checked.parse().map_err(py_err)?;
+        if trace && !daemons.is_empty() {
+            return Err(py_err(
+                "--trace records the embedded ranks; for --daemons, start every daemon with --trace FILE",
+            ));
+        }
+        let opts = launch::RankOptions { checked, trace };
         if checked != CheckedMode::Off && !daemons.is_empty() {
             return Err(py_err(
                 "--checked runs the race detector in embedded ranks; for --daemons, start every daemon with --checked (its log and Stats `races` report)",
@@ -121,13 +128,14 @@ impl Cluster {
                 rt.block_on(async {
                     if daemons.is_empty() {
                         let timeout = Duration::from_secs_f64(timeout_s);
-                        let ranks =
-                            launch::start_ranks_with(n, kind, &wins, timeout, checked).await?;
+                        let ranks = launch::start_ranks_with(n, kind, &wins, timeout, opts).await?;
                         Ok::<_, pld_sim::Error>(
                             ranks
                                 .into_iter()
                                 .map(|r| {
-                                    let d = Device::new(Arc::new(r), profile, wins.clone());
+                                    let trace = r.trace().cloned();
+                                    let d = Device::new(Arc::new(r), profile, wins.clone())
+                                        .with_trace(trace);
                                     Dev::Rank(Arc::new(d.with_symmetry(symmetry.clone())))
                                 })
                                 .collect(),
@@ -194,6 +202,25 @@ impl Cluster {
             })
             .collect();
         pld_sim::checked::reports(devs.iter().map(|d| d.rma()), &self.symmetry)
+    }
+
+    /// `--trace`: every embedded rank's timeline as one Chrome
+    /// trace-event JSON document (None without `trace`).
+    fn trace_json(&self, py: Python<'_>) -> Option<String> {
+        let devs: Vec<_> = self
+            .ranks
+            .iter()
+            .filter_map(|r| match r.borrow(py).device() {
+                Some(Dev::Rank(d)) => Some(d.clone()),
+                _ => None,
+            })
+            .collect();
+        let traces: Vec<&pld_server::Trace> = devs
+            .iter()
+            .filter_map(|d| d.rma().trace())
+            .map(|t| &**t)
+            .collect();
+        (!traces.is_empty()).then(|| pld_server::trace::merge(&traces))
     }
 
     /// Shuts the ranks down.

@@ -25,7 +25,7 @@ def pld_pypto():
 def run(script, *args, env=None, timeout=120):
     """Runs ``pld-pypto [opts] script args``; returns the CompletedProcess."""
     opts, rest = [], list(args)
-    while rest and (rest[0] in ("--transport", "--daemons", "--timeout") or rest[0].startswith("--checked")):
+    while rest and (rest[0] in ("--transport", "--daemons", "--timeout", "--trace") or rest[0].startswith("--checked")):
         n = 1 if rest[0].startswith("--checked") else 2
         opts += rest[:n]
         rest = rest[n:]

@@ -29,8 +29,17 @@ impl<R: Rma> Device<R> {
     pub async fn barrier(&self, signal: &DistributedTensor<i32>) -> Result<()> {
         let p = u64::from(self.world_size());
         let _held = self.take_signal("barrier", signal, [p, 1], "one row per rank")?;
+        let start = std::time::Instant::now();
         self.quiet().await?;
-        self.disseminate("barrier", signal, 0).await
+        let done = self.disseminate("barrier", signal, 0).await;
+        if let Some(t) = self.trace() {
+            let name = format!(
+                "barrier of {p} ranks ({} rounds)",
+                rounds(self.world_size())
+            );
+            t.span("barrier", name, start, done.is_ok());
+        }
+        done
     }
 
     /// The dissemination rounds on column `col` of `signal` (which the
@@ -43,18 +52,27 @@ impl<R: Rma> Device<R> {
     ) -> Result<()> {
         let p = self.world_size();
         for k in 0..rounds(p) {
+            let start = std::time::Instant::now();
             let d = 1i64 << k;
-            self.arrive(signal, self.peer_next(d), [u64::from(k), col])
-                .await?;
+            let to = self.peer_next(d);
+            self.arrive(signal, to, [u64::from(k), col]).await?;
             let from = self.peer_prev(d);
-            self.consume(
-                call,
-                &format!("round {k}"),
-                signal,
-                [u64::from(k), col],
-                from,
-            )
-            .await?;
+            let heard = self
+                .consume(
+                    call,
+                    &format!("round {k}"),
+                    signal,
+                    [u64::from(k), col],
+                    from,
+                )
+                .await;
+            // The round on the timeline: the notify's flow runs from here
+            // to `to`, and `from`'s into this rank.
+            if let Some(t) = self.trace() {
+                let name = format!("{call} round {}: credit to {to}, from {from}", k + 1);
+                t.span("barrier", name, start, heard.is_ok());
+            }
+            heard?;
         }
         Ok(())
     }

@@ -215,6 +215,9 @@ pub struct Device<R: Rma> {
     /// Conditions `defer_wait` registered: the kernel is complete once
     /// they hold.
     deferred: Mutex<Vec<system::Deferred>>,
+    /// The rank's timeline (`--trace`), where the device names its
+    /// barriers' rounds.
+    trace: Option<Arc<pld_server::Trace>>,
 }
 
 impl<R: Rma> Device<R> {
@@ -233,6 +236,7 @@ impl<R: Rma> Device<R> {
             symmetry: Arc::new(Symmetry::default()),
             signals: Mutex::new(Vec::new()),
             deferred: Mutex::new(Vec::new()),
+            trace: None,
         }
     }
 
@@ -242,6 +246,18 @@ impl<R: Rma> Device<R> {
     pub fn with_symmetry(mut self, symmetry: Arc<Symmetry>) -> Device<R> {
         self.symmetry = symmetry;
         self
+    }
+
+    /// Records this device's barriers and their rounds on `trace` (its
+    /// rank's, with `--trace`).
+    pub fn with_trace(mut self, trace: Option<Arc<pld_server::Trace>>) -> Device<R> {
+        self.trace = trace;
+        self
+    }
+
+    /// The timeline, with `--trace`.
+    pub(crate) fn trace(&self) -> Option<&pld_server::Trace> {
+        self.trace.as_deref()
     }
 
     /// The signals collectives hold now.

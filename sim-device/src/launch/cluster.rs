@@ -30,16 +30,25 @@ pub async fn start_ranks(
     windows: &[(String, u64)],
     sync_timeout: Duration,
 ) -> Result<Vec<Rank>> {
-    start_ranks_with(n, transport, windows, sync_timeout, CheckedMode::Off).await
+    start_ranks_with(n, transport, windows, sync_timeout, RankOptions::default()).await
 }
 
-/// [`start_ranks`] with checked mode `checked` on every rank.
+/// What every rank of a launch runs with beyond its windows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RankOptions {
+    /// The race detector.
+    pub checked: CheckedMode,
+    /// Record a timeline (`--trace`).
+    pub trace: bool,
+}
+
+/// [`start_ranks`] with `opts` on every rank.
 pub async fn start_ranks_with(
     n: u32,
     transport: TransportKind,
     windows: &[(String, u64)],
     sync_timeout: Duration,
-    checked: CheckedMode,
+    opts: RankOptions,
 ) -> Result<Vec<Rank>> {
     if n == 0 {
         return Err(Error::Usage("-d names no device".into()));
@@ -71,7 +80,8 @@ pub async fn start_ranks_with(
             .collect();
         c.sync_timeout = sync_timeout;
         c.connect_timeout = Duration::from_secs(20);
-        c.checked = checked;
+        c.checked = opts.checked;
+        c.trace = opts.trace;
         set.spawn(async move { (r, Rank::start(c).await) });
     }
     let mut ranks: Vec<Option<Rank>> = (0..n).map(|_| None).collect();

@@ -14,7 +14,7 @@
 mod cluster;
 mod golden;
 
-pub use cluster::{check_devices, clear, connect, start_ranks, start_ranks_with};
+pub use cluster::{RankOptions, check_devices, clear, connect, start_ranks, start_ranks_with};
 pub use golden::{Check, input, input_nd, sum_of_slices};
 
 use crate::device::{Device, Symmetry};
@@ -70,6 +70,11 @@ pub struct Args {
     /// themselves.
     #[arg(long, num_args = 0..=1, default_missing_value = "on", default_value = "off")]
     pub checked: CheckedMode,
+    /// Write a timeline of every rank's ops, barriers, waits and races to
+    /// FILE (Chrome trace-event JSON: open it in ui.perfetto.dev). In-process
+    /// ranks only; daemons take `--trace` themselves.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Args {
@@ -196,8 +201,12 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
             .parse()
             .map_err(|e| Error::Usage(format!("--transport: {e}")))?;
         let windows = program.windows();
+        let opts = RankOptions {
+            checked: args.checked,
+            trace: args.trace.is_some(),
+        };
         let ranks: Vec<Arc<Rank>> =
-            start_ranks_with(args.nranks(), transport, &windows, timeout, args.checked)
+            start_ranks_with(args.nranks(), transport, &windows, timeout, opts)
                 .await?
                 .into_iter()
                 .map(Arc::new)
@@ -205,11 +214,15 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
         let devices = ranks
             .iter()
             .map(|r| {
-                let dev = Device::new(r.clone(), profile, program.windows());
+                let dev = Device::new(r.clone(), profile, program.windows())
+                    .with_trace(r.trace().cloned());
                 Arc::new(dev.with_symmetry(symmetry.clone()))
             })
             .collect();
         let checks = run_all(devices, program, &symmetry).await;
+        if let Some(path) = &args.trace {
+            write_trace(path, &ranks)?;
+        }
         crate::checked::verdict(&ranks, &symmetry)?;
         checks
     } else {
@@ -217,6 +230,17 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
         clear(&devices, &program.windows()).await?;
         run_all(devices, program, &symmetry).await
     }
+}
+
+/// Writes the ranks' timelines to `path` as one trace document.
+pub fn write_trace(path: &std::path::Path, ranks: &[Arc<Rank>]) -> Result<()> {
+    let traces: Vec<&pld_server::Trace> = ranks
+        .iter()
+        .filter_map(|r| r.trace())
+        .map(|t| &**t)
+        .collect();
+    std::fs::write(path, pld_server::trace::merge(&traces))
+        .map_err(|e| Error::Usage(format!("--trace {}: {e}", path.display())))
 }
 
 /// `--compile-only`: runs the kernel on every rank against a

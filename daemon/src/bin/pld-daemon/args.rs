@@ -81,6 +81,13 @@ pub struct RunArgs {
     /// `--checked=strict` also fails the racing op. Every rank must agree.
     #[arg(long, env = "PLD_CHECKED", num_args = 0..=1, default_missing_value = "on", default_value = "off")]
     checked: pld_server::CheckedMode,
+    /// Record a timeline of this rank's ops (issue, completion, application
+    /// here), barriers with their rounds, waits and races, and write it to
+    /// FILE as Chrome trace-event JSON when the daemon stops (open it in
+    /// ui.perfetto.dev; `pld-daemon trace-merge` joins the ranks' files). The
+    /// last 2^20 events are kept.
+    #[arg(long, env = "PLD_TRACE", value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
     /// Largest payload in one peer frame; bigger transfers are split.
     #[arg(long, env = "PLD_MAX_FRAME", default_value = "1MiB", value_parser = parse_size)]
     max_frame: u64,
@@ -237,6 +244,7 @@ impl RunArgs {
         c.sync_timeout = self.sync_timeout;
         c.progress = self.progress.with_spin_idle(self.spin_idle);
         c.checked = self.checked;
+        c.trace = self.trace.is_some();
         c.max_payload = usize::try_from(self.max_frame).context("--max-frame is too large")?;
         c.security = match (self.tls_dir, self.insecure) {
             (Some(dir), _) => pld_server::Security::from_dir(&dir, rank)

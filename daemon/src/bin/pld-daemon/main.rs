@@ -70,6 +70,16 @@ enum Command {
         #[arg(default_value_t = 1)]
         count: usize,
     },
+    /// Join the trace files of several ranks (each daemon's --trace FILE)
+    /// into one, for one timeline in ui.perfetto.dev.
+    TraceMerge {
+        /// The joined file.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// The ranks' files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn init_logging(default: tracing::Level) {
@@ -97,13 +107,25 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The demo is a tour: only warnings interrupt it unless RUST_LOG says otherwise.
     init_logging(match cli.command {
-        Some(Command::Demo(_) | Command::Certs { .. } | Command::Ports { .. }) => {
-            tracing::Level::WARN
-        }
+        Some(
+            Command::Demo(_)
+            | Command::Certs { .. }
+            | Command::Ports { .. }
+            | Command::TraceMerge { .. },
+        ) => tracing::Level::WARN,
         None => tracing::Level::INFO,
     });
     if let Some(Command::Ports { count }) = &cli.command {
         return ports(*count);
+    }
+    if let Some(Command::TraceMerge { out, files }) = &cli.command {
+        return match trace_merge(out, files) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pld-daemon: error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
     }
     if let Some(Command::Certs {
         ranks,
@@ -138,7 +160,9 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
-            Some(Command::Certs { .. } | Command::Ports { .. }) => Ok(()),
+            Some(Command::Certs { .. } | Command::Ports { .. } | Command::TraceMerge { .. }) => {
+                Ok(())
+            }
             None => serve(cli.run).await,
         }
     });
@@ -206,6 +230,7 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     raise_open_file_limit();
     let grpc_opts = args.grpc()?;
     let metrics_addr = args.metrics;
+    let trace_file = args.trace.clone();
     let config = args.config()?;
     let id = config.rank;
     config.validate()?;
@@ -281,6 +306,18 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
         g.shutdown().await;
     }
     rank.shutdown().await;
+    if let (Some(path), Some(t)) = (&trace_file, rank.trace()) {
+        match std::fs::write(path, t.to_json()) {
+            Ok(()) => eprintln!(
+                "pld-daemon: rank {id} wrote its trace to {}",
+                path.display()
+            ),
+            Err(e) => eprintln!(
+                "pld-daemon: rank {id} could not write its trace to {}: {e}",
+                path.display()
+            ),
+        }
+    }
     eprintln!(
         "pld-daemon: rank {id} stopped after {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -317,6 +354,21 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// `trace-merge`: the ranks' trace files as one.
+fn trace_merge(out: &std::path::Path, files: &[std::path::PathBuf]) -> anyhow::Result<()> {
+    let docs = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for (f, d) in files.iter().zip(&docs) {
+        if !d.contains("\"traceEvents\":[") {
+            anyhow::bail!("{} is not a trace pld wrote (no traceEvents)", f.display());
+        }
+    }
+    std::fs::write(out, pld_server::trace::merge_documents(&docs))
+        .with_context(|| format!("writing {}", out.display()))
 }
 
 /// Waits for SIGINT or SIGTERM; which one came.

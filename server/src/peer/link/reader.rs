@@ -74,9 +74,13 @@ impl Link {
         // counted as one run, not one by one.
         let mut run = crate::stats::CompletedRun::default();
         let stats = self.state.stats();
+        let trace = self.state.trace();
         let completed = ops.complete_acked(first, last, |op, live| {
             if op.kind.answered_by_ack() {
                 run.add(stats, op.kind, op.issued_at, now);
+                if let Some(t) = trace {
+                    t.op(self.peer, op.kind, op.id, op.issued_at, now, true);
+                }
                 return live.then_some(Ok(Reply::Ack));
             }
             // Not answered by an ack: fails, naming itself.
@@ -85,6 +89,9 @@ impl Link {
             match &reply {
                 Ok(_) => run.add(stats, op.kind, op.issued_at, now),
                 Err(_) => stats.failed(op.kind),
+            }
+            if let Some(t) = trace {
+                t.op(self.peer, op.kind, op.id, op.issued_at, now, reply.is_ok());
             }
             Some(reply)
         }) > 0;
@@ -149,6 +156,9 @@ impl Link {
         } else {
             let took = now.saturating_duration_since(op.issued_at);
             self.state.stats().completed(op.kind, took);
+        }
+        if let Some(t) = self.state.trace() {
+            t.op(self.peer, op.kind, op.id, op.issued_at, now, reply.is_ok());
         }
         table.hand(op.id, op.waiter, reply);
     }
