@@ -8,11 +8,13 @@
 //! Off (the default) a rank holds no `Trace`, and each place that records
 //! costs one branch on an `Option`. On, an event is a few words pushed
 //! under a mutex into a ring of [`Trace::capacity`] events: past it the
-//! oldest are dropped, and the file says how many.
+//! oldest are dropped, and the file says how many (`otherData`).
 //!
-//! Times are microseconds since the Unix epoch, read through one anchor
-//! per process (the wall clock once, `Instant` after), so the files of
-//! ranks on one host line up when merged ([`merge`]).
+//! Times are microseconds since 2026-01-01 UTC ([`EPOCH_UNIX_S`]), read
+//! through one anchor per process (the wall clock once, `Instant` after),
+//! so the files of ranks on one host line up when merged ([`merge`]).
+
+mod chrome;
 
 use pld_proto::OpKind;
 use std::collections::VecDeque;
@@ -20,14 +22,9 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// The tracks (Chrome "threads") of a rank's process.
-const OPS: u32 = 1;
-const SERVED: u32 = 2;
-const SYNC: u32 = 3;
-
 /// One recorded event.
 #[derive(Debug, Clone)]
-enum Event {
+pub(crate) enum Event {
     /// An op this rank issued to `peer`, from issue to completion.
     Op {
         peer: u32,
@@ -209,136 +206,7 @@ impl Trace {
     /// comma) to `out`; returns how many were dropped.
     fn write_events(&self, out: &mut String) -> u64 {
         let r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        let me = self.rank;
-        let mut ev = |s: std::fmt::Arguments<'_>| {
-            let _ = out.write_fmt(s);
-            out.push_str(",\n");
-        };
-        ev(format_args!(
-            r#"{{"ph":"M","name":"process_name","pid":{me},"args":{{"name":"rank {me}"}}}}"#
-        ));
-        ev(format_args!(
-            r#"{{"ph":"M","name":"process_sort_index","pid":{me},"args":{{"sort_index":{me}}}}}"#
-        ));
-        for (tid, name) in [
-            (OPS, "ops issued"),
-            (SERVED, "ops applied here"),
-            (SYNC, "barriers, waits, races"),
-        ] {
-            ev(format_args!(
-                r#"{{"ph":"M","name":"thread_name","pid":{me},"tid":{tid},"args":{{"name":"{name}"}}}}"#
-            ));
-        }
-        for e in &r.events {
-            match e {
-                Event::Op {
-                    peer,
-                    op,
-                    id,
-                    issued,
-                    done,
-                    ok,
-                } => {
-                    let (name, ts, dur) = (op.name(), us(*issued), span(*issued, *done));
-                    let flow = flow_id(me, *peer, *id);
-                    ev(format_args!(
-                        r#"{{"ph":"X","cat":"op","name":"{name} to {peer}","pid":{me},"tid":{OPS},"ts":{ts:.3},"dur":{dur:.3},"args":{{"to":{peer},"id":{id},"ok":{ok}}}}}"#
-                    ));
-                    ev(format_args!(
-                        r#"{{"ph":"s","cat":"op","name":"{name}","id":{flow},"pid":{me},"tid":{OPS},"ts":{ts:.3},"args":{{"to":{peer}}}}}"#
-                    ));
-                }
-                Event::Applied {
-                    origin,
-                    op,
-                    id,
-                    start,
-                    end,
-                    ok,
-                } => {
-                    let (name, ts, dur) = (op.name(), us(*start), span(*start, *end));
-                    let flow = flow_id(*origin, me, *id);
-                    ev(format_args!(
-                        r#"{{"ph":"X","cat":"op","name":"{name} from {origin}","pid":{me},"tid":{SERVED},"ts":{ts:.3},"dur":{dur:.3},"args":{{"from":{origin},"id":{id},"ok":{ok}}}}}"#
-                    ));
-                    ev(format_args!(
-                        r#"{{"ph":"f","bp":"e","cat":"op","name":"{name}","id":{flow},"pid":{me},"tid":{SERVED},"ts":{ts:.3}}}"#
-                    ));
-                }
-                Event::Barrier {
-                    epoch,
-                    start,
-                    end,
-                    ok,
-                } => {
-                    let (ts, dur) = (us(*start), span(*start, *end));
-                    let name = if *ok {
-                        "barrier"
-                    } else {
-                        "barrier (timed out)"
-                    };
-                    ev(format_args!(
-                        r#"{{"ph":"X","cat":"barrier","name":"{name} epoch {epoch}","pid":{me},"tid":{SYNC},"ts":{ts:.3},"dur":{dur:.3},"args":{{"epoch":{epoch},"ok":{ok}}}}}"#
-                    ));
-                }
-                Event::Signal {
-                    peer,
-                    epoch,
-                    round,
-                    at,
-                    sent,
-                } => {
-                    let ts = us(*at);
-                    let (from, to) = if *sent { (me, *peer) } else { (*peer, me) };
-                    let name = if *sent {
-                        format!("round {} signal to {peer}", round + 1)
-                    } else {
-                        format!("round {} signal from {peer}", round + 1)
-                    };
-                    ev(format_args!(
-                        r#"{{"ph":"X","cat":"barrier","name":"{name}","pid":{me},"tid":{SYNC},"ts":{ts:.3},"dur":0.1,"args":{{"epoch":{epoch},"round":{},"from":{from},"to":{to}}}}}"#,
-                        round + 1
-                    ));
-                    let (ph, bp) = if *sent {
-                        ("s", "")
-                    } else {
-                        ("f", r#","bp":"e""#)
-                    };
-                    let flow = signal_flow_id(from, to, *epoch, *round);
-                    ev(format_args!(
-                        r#"{{"ph":"{ph}"{bp},"cat":"barrier","name":"signal","id":{flow},"pid":{me},"tid":{SYNC},"ts":{ts:.3}}}"#
-                    ));
-                }
-                Event::Span {
-                    cat,
-                    name,
-                    start,
-                    end,
-                    ok,
-                } => {
-                    let (ts, dur) = (us(*start), span(*start, *end));
-                    let name = json_escape(name);
-                    ev(format_args!(
-                        r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":{me},"tid":{SYNC},"ts":{ts:.3},"dur":{dur:.3},"args":{{"ok":{ok}}}}}"#
-                    ));
-                }
-                Event::Race { ranks, what, at } => {
-                    let ts = us(*at);
-                    let what = json_escape(what);
-                    let [a, b] = *ranks;
-                    // On the track of the window's rank and of each rank
-                    // whose access it was: a race is a pair.
-                    let mut pids = vec![me, a, b];
-                    pids.sort_unstable();
-                    pids.dedup();
-                    for pid in pids {
-                        ev(format_args!(
-                            r#"{{"ph":"i","s":"p","cat":"race","name":"race","pid":{pid},"tid":{SYNC},"ts":{ts:.3},"args":{{"window_of":{me},"ranks":[{a},{b}],"report":"{what}"}}}}"#
-                        ));
-                    }
-                }
-            }
-        }
+        chrome::write_rank(self.rank, &r.events, out);
         r.dropped
     }
 }
@@ -350,24 +218,31 @@ pub fn merge(traces: &[&Trace]) -> String {
     for t in traces {
         dropped += t.write_events(&mut out);
     }
+    // The last event's comma.
+    out.truncate(out.trim_end().trim_end_matches(',').len());
     let _ = write!(
         out,
-        r#"{{"ph":"M","name":"pld","pid":0,"args":{{"dropped_events":{dropped},"capacity_per_rank":{}}}}}"#,
+        "\n],\n\"otherData\":{{\"dropped_events\":{dropped},\"capacity_per_rank\":{}}}}}\n",
         Trace::capacity()
     );
-    out.push_str("\n]}\n");
     out
 }
 
 /// Merges trace documents written by [`merge`] (ranks of other processes)
-/// into one: their events, in one `traceEvents` array.
+/// into one: their events in one `traceEvents` array, their dropped
+/// events summed.
 pub fn merge_documents(docs: &[String]) -> String {
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let mut first = true;
+    let (mut first, mut dropped) = (true, 0u64);
     for d in docs {
+        dropped += d
+            .split_once("\"dropped_events\":")
+            .and_then(|(_, n)| n.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         let Some(body) = d
             .split_once("\"traceEvents\":[")
-            .and_then(|(_, rest)| rest.rsplit_once(']'))
+            .and_then(|(_, rest)| rest.split_once("\n]"))
             .map(|(events, _)| events.trim())
         else {
             continue;
@@ -381,66 +256,45 @@ pub fn merge_documents(docs: &[String]) -> String {
         out.push_str(body);
         first = false;
     }
-    out.push_str("\n]}\n");
+    let _ = write!(
+        out,
+        "\n],\n\"otherData\":{{\"dropped_events\":{dropped},\"capacity_per_rank\":{}}}}}\n",
+        Trace::capacity()
+    );
     out
 }
 
-/// The process's clock anchor: an instant and the wall-clock time at it.
-fn anchor() -> &'static (Instant, f64) {
-    static ANCHOR: OnceLock<(Instant, f64)> = OnceLock::new();
+/// Where a trace's clock starts: 2026-01-01T00:00:00Z, in seconds since
+/// the Unix epoch. Viewers read a timestamp as a double of microseconds:
+/// counted from here they keep nanoseconds for years (from 1970 they
+/// would keep a quarter of a microsecond).
+pub const EPOCH_UNIX_S: u64 = 1_767_225_600;
+
+/// The process's clock anchor: an instant and the wall-clock time at it,
+/// in nanoseconds since [`EPOCH_UNIX_S`].
+fn anchor() -> &'static (Instant, i64) {
+    static ANCHOR: OnceLock<(Instant, i64)> = OnceLock::new();
     ANCHOR.get_or_init(|| {
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64() * 1e6);
-        (Instant::now(), wall)
+            .map_or(0, |d| d.as_nanos() as i64);
+        (Instant::now(), wall - EPOCH_UNIX_S as i64 * 1_000_000_000)
     })
 }
 
-/// `at` in microseconds since the Unix epoch.
-fn us(at: Instant) -> f64 {
+/// `at` in nanoseconds since [`EPOCH_UNIX_S`].
+pub(crate) fn ns(at: Instant) -> i64 {
     let (i, wall) = anchor();
     if at >= *i {
-        wall + at.duration_since(*i).as_secs_f64() * 1e6
+        wall + at.duration_since(*i).as_nanos() as i64
     } else {
-        wall - i.duration_since(at).as_secs_f64() * 1e6
+        wall - i.duration_since(at).as_nanos() as i64
     }
-}
-
-/// Microseconds from `a` to `b`, at least a nanosecond (a slice of no
-/// length binds no flow).
-fn span(a: Instant, b: Instant) -> f64 {
-    (b.saturating_duration_since(a).as_secs_f64() * 1e6).max(0.001)
-}
-
-/// The flow of op `id` of the link from `origin` to `target`: the same
-/// number on both ranks (ranks below 2048; the top bit stays clear).
-fn flow_id(origin: u32, target: u32, id: u64) -> u64 {
-    ((origin as u64 & 0x7ff) << 52) | ((target as u64 & 0xfff) << 40) | (id & 0xff_ffff_ffff)
-}
-
-/// A barrier signal's flow: the top bit set, so it never meets an op's.
-fn signal_flow_id(from: u32, to: u32, epoch: u64, round: u32) -> u64 {
-    ((from as u64) << 48 ^ (to as u64) << 32 ^ epoch << 6 ^ round as u64) | 1 << 63
-}
-
-fn json_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 #[cfg(test)]
 mod tests {
+    use super::chrome::{flow_id, signal_flow_id};
     use super::*;
 
     #[test]
@@ -453,13 +307,13 @@ mod tests {
         let id = flow_id(0, 1, 7);
         assert!(
             doc.contains(&format!(
-                r#""ph":"s","cat":"op","name":"put","id":{id},"pid":0"#
+                r#""ph":"s","cat":"op","name":"put to 1","id":{id},"pid":0"#
             )),
             "{doc}"
         );
         assert!(
             doc.contains(&format!(
-                r#""ph":"f","bp":"e","cat":"op","name":"put","id":{id},"pid":1"#
+                r#""ph":"f","bp":"e","cat":"op","name":"put from 0","id":{id},"pid":1"#
             )),
             "{doc}"
         );
@@ -468,6 +322,25 @@ mod tests {
             signal_flow_id(0, 1, 1, 0) >> 63,
             flow_id(2047, 4095, u64::MAX) >> 63
         );
+    }
+
+    #[test]
+    fn ops_in_flight_that_overlap_without_nesting_go_on_lanes_of_their_own() {
+        let t = Trace::new(0);
+        let ms = std::time::Duration::from_millis;
+        let t0 = Instant::now();
+        // [t0, t0+4] and [t0+2, t0+6] overlap, neither inside the other.
+        t.op(1, OpKind::Put, 1, t0, t0 + ms(4), true);
+        t.op(1, OpKind::Notify, 2, t0 + ms(2), t0 + ms(6), true);
+        let doc = t.to_json();
+        let tid_of = |name: &str| {
+            let at = doc.find(&format!(r#""name":"{name}""#)).expect(name);
+            let rest = &doc[at..];
+            let t = &rest[rest.find(r#""tid":"#).expect("tid") + 6..];
+            t[..t.find(',').expect("comma")].to_string()
+        };
+        assert_ne!(tid_of("put to 1"), tid_of("notify to 1"), "{doc}");
+        assert!(doc.contains(r#""args":{"name":"ops issued 2"}"#), "{doc}");
     }
 
     #[test]
@@ -499,7 +372,11 @@ mod tests {
             .collect();
         let all = merge_documents(&docs);
         assert!(all.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"));
-        assert!(all.trim_end().ends_with("]}"));
+        assert!(
+            all.trim_end()
+                .ends_with(r#""otherData":{"dropped_events":0,"capacity_per_rank":1048576}}"#),
+            "{all}"
+        );
         for r in 0..3 {
             assert!(
                 all.contains(&format!(r#""args":{{"name":"rank {r}"}}"#)),
