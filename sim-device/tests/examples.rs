@@ -12,16 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/<test-exe> -> target/<profile>/examples/<name>
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("examples").join(name);
-    assert!(
-        bin.exists(),
-        "{} does not exist: `cargo test -p pld-sim` builds it",
-        bin.display()
-    );
-    bin
+    pld_tests::example_bin(name)
 }
 
 /// The tests of this file run one at a time: each example run and each

@@ -54,6 +54,20 @@ pub fn daemon_bin() -> PathBuf {
     bin
 }
 
+/// The example program `name` of the crate whose tests run (`cargo test
+/// -p pld-sim` builds its examples): target/<profile>/examples/<name>.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} does not exist: `cargo test -p pld-sim` builds it",
+        bin.display()
+    );
+    bin
+}
+
 /// The `pld-test-rank` program of this crate (a rank that runs a scenario;
 /// see `src/bin/pld-test-rank.rs`). Cargo builds it for this crate's tests.
 pub fn worker_bin() -> PathBuf {

@@ -10,7 +10,7 @@
 //! ...). A flow's end binds to the slice it starts or ends in, so it
 //! carries its slice's lane.
 
-use super::{Event, ns};
+use super::{Event, What, ns};
 use std::fmt::Write as _;
 
 /// The tracks of a rank's process, in display order.
@@ -71,25 +71,24 @@ pub(super) fn write_rank<'a>(
     ));
     let mut slices = Vec::new();
     for e in events {
-        match e {
-            Event::Race { ranks, what, at } => {
-                let ts = micros(ns(*at));
-                let what = json_escape(what);
-                let [a, b] = *ranks;
-                // On the process of the window's rank and of each rank
-                // whose access it was: a race is a pair.
-                let mut pids = vec![me, a, b];
-                pids.sort_unstable();
-                pids.dedup();
-                for pid in pids {
-                    ev(format_args!(
-                        r#"{{"ph":"i","s":"p","cat":"race","name":"race","pid":{pid},"tid":{},"ts":{ts},"args":{{"window_of":{me},"ranks":[{a},{b}],"report":"{what}"}}}}"#,
-                        tid(SYNC, 0)
-                    ));
-                }
+        if let What::Race { ranks, report } = &e.what {
+            let ts = micros(ns(e.start));
+            let report = json_escape(report);
+            let [a, b] = *ranks;
+            // On the process of the window's rank and of each rank whose
+            // access it was: a race is a pair.
+            let mut pids = vec![me, a, b];
+            pids.sort_unstable();
+            pids.dedup();
+            for pid in pids {
+                ev(format_args!(
+                    r#"{{"ph":"i","s":"p","cat":"race","name":"race","pid":{pid},"tid":{},"ts":{ts},"args":{{"window_of":{me},"ranks":[{a},{b}],"report":"{report}"}}}}"#,
+                    tid(SYNC, 0)
+                ));
             }
-            e => slices.extend(slice(me, e)),
+            continue;
         }
+        slices.extend(slice(me, e));
     }
     // Lanes: a slice goes where it nests; longer first at a tie, so a
     // span's own rounds nest in it.
@@ -156,94 +155,73 @@ pub(super) fn write_rank<'a>(
 
 /// An event as a slice of rank `me` (a race is none: an instant).
 fn slice(me: u32, e: &Event) -> Option<Slice> {
-    Some(match e {
-        Event::Op {
-            peer,
-            op,
-            id,
-            issued,
-            done,
-            ok,
-        } => Slice {
-            track: OPS,
-            start: ns(*issued),
-            end: ns(*done).max(ns(*issued) + 1),
-            cat: "op",
-            name: format!("{} to {peer}", op.name()),
-            args: format!(r#""to":{peer},"id":{id},"ok":{ok}"#),
-            flow: Some(("s", flow_id(me, *peer, *id), Some(*peer))),
-        },
-        Event::Applied {
-            origin,
-            op,
-            id,
-            start,
-            end,
-            ok,
-        } => Slice {
-            track: SERVED,
-            start: ns(*start),
-            end: ns(*end).max(ns(*start) + 1),
-            cat: "op",
-            name: format!("{} from {origin}", op.name()),
-            args: format!(r#""from":{origin},"id":{id},"ok":{ok}"#),
-            flow: Some(("f", flow_id(*origin, me, *id), None)),
-        },
-        Event::Barrier {
-            epoch,
-            start,
-            end,
-            ok,
-        } => Slice {
-            track: SYNC,
-            start: ns(*start),
-            end: ns(*end).max(ns(*start) + 1),
-            cat: "barrier",
-            name: match ok {
+    let (track, cat, name, args, flow) = match &e.what {
+        What::Op { peer, op, id } => (
+            OPS,
+            "op",
+            format!("{} to {peer}", op.name()),
+            format!(r#""to":{peer},"id":{id}"#),
+            Some(("s", flow_id(me, *peer, *id), Some(*peer))),
+        ),
+        What::Applied { origin, op, id } => (
+            SERVED,
+            "op",
+            format!("{} from {origin}", op.name()),
+            format!(r#""from":{origin},"id":{id}"#),
+            Some(("f", flow_id(*origin, me, *id), None)),
+        ),
+        What::Barrier { epoch } => (
+            SYNC,
+            "barrier",
+            match e.ok {
                 true => format!("barrier epoch {epoch}"),
                 false => format!("barrier epoch {epoch} (timed out)"),
             },
-            args: format!(r#""epoch":{epoch},"ok":{ok}"#),
-            flow: None,
-        },
-        Event::Signal {
+            format!(r#""epoch":{epoch}"#),
+            None,
+        ),
+        What::Signal {
             peer,
             epoch,
             round,
-            at,
             sent,
         } => {
             let (from, to) = if *sent { (me, *peer) } else { (*peer, me) };
             let (dir, ph) = if *sent { ("to", "s") } else { ("from", "f") };
-            Slice {
-                track: SYNC,
-                start: ns(*at),
-                end: ns(*at) + 100,
-                cat: "barrier",
-                name: format!("round {} signal {dir} {peer}", round + 1),
-                args: format!(
+            (
+                SYNC,
+                "barrier",
+                format!("round {} signal {dir} {peer}", round + 1),
+                format!(
                     r#""epoch":{epoch},"round":{},"from":{from},"to":{to}"#,
                     round + 1
                 ),
-                flow: Some((ph, signal_flow_id(from, to, *epoch, *round), None)),
-            }
+                Some((ph, signal_flow_id(from, to, *epoch, *round), None)),
+            )
         }
-        Event::Span {
-            cat,
-            name,
-            start,
-            end,
-            ok,
-        } => Slice {
-            track: SYNC,
-            start: ns(*start),
-            end: ns(*end).max(ns(*start) + 1),
-            cat,
-            name: name.clone(),
-            args: format!(r#""ok":{ok}"#),
-            flow: None,
-        },
-        Event::Race { .. } => return None,
+        What::Span { cat, name } => (SYNC, *cat, name.clone(), String::new(), None),
+        What::Race { .. } => return None,
+    };
+    let start = ns(e.start);
+    // A signal is an instant: a tenth of a microsecond, for a flow to bind.
+    let end = match e.what {
+        What::Signal { .. } => start + 100,
+        _ => ns(e.end).max(start + 1),
+    };
+    let ok = format!(r#""ok":{}"#, e.ok);
+    let args = if args.is_empty() {
+        ok
+    } else {
+        format!("{args},{ok}")
+    };
+    Some(Slice {
+        track,
+        start,
+        end,
+        cat,
+        name,
+        args,
+        flow,
     })
 }
 

@@ -22,57 +22,37 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// One recorded event.
+/// One recorded event: what, from when to when, and whether it went well
+/// (an instant starts and ends at once).
 #[derive(Debug, Clone)]
-pub(crate) enum Event {
+pub(crate) struct Event {
+    pub what: What,
+    pub start: Instant,
+    pub end: Instant,
+    pub ok: bool,
+}
+
+/// What an event was.
+#[derive(Debug, Clone)]
+pub(crate) enum What {
     /// An op this rank issued to `peer`, from issue to completion.
-    Op {
-        peer: u32,
-        op: OpKind,
-        id: u64,
-        issued: Instant,
-        done: Instant,
-        ok: bool,
-    },
+    Op { peer: u32, op: OpKind, id: u64 },
     /// An op of `origin` applied here.
-    Applied {
-        origin: u32,
-        op: OpKind,
-        id: u64,
-        start: Instant,
-        end: Instant,
-        ok: bool,
-    },
+    Applied { origin: u32, op: OpKind, id: u64 },
     /// A barrier, from entry to its end (or its deadline).
-    Barrier {
-        epoch: u64,
-        start: Instant,
-        end: Instant,
-        ok: bool,
-    },
-    /// A barrier signal sent to `to` (`sent`) or heard from it.
+    Barrier { epoch: u64 },
+    /// A barrier signal sent to `peer` (`sent`) or heard from it.
     Signal {
         peer: u32,
         epoch: u64,
         round: u32,
-        at: Instant,
         sent: bool,
     },
     /// A span on the sync track: a wait on a signal cell (`wait ...`), or
     /// what a layer above the rank names (a device barrier's rounds).
-    Span {
-        cat: &'static str,
-        name: String,
-        start: Instant,
-        end: Instant,
-        ok: bool,
-    },
+    Span { cat: &'static str, name: String },
     /// A race in this rank's window between accesses of `ranks`.
-    Race {
-        ranks: [u32; 2],
-        what: String,
-        at: Instant,
-    },
+    Race { ranks: [u32; 2], report: String },
 }
 
 /// A rank's trace: a ring of its latest events.
@@ -106,7 +86,7 @@ impl Trace {
         }
     }
 
-    fn push(&self, e: Event) {
+    fn record(&self, e: Event) {
         let mut r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if r.events.len() == Self::capacity() {
             r.events.pop_front();
@@ -115,7 +95,18 @@ impl Trace {
         r.events.push_back(e);
     }
 
-    /// An op to `peer`, issued at `issued`, completed (or failed) now.
+    /// Records `what`, from `start` until now.
+    fn push(&self, what: What, start: Instant, ok: bool) {
+        let end = Instant::now();
+        self.record(Event {
+            what,
+            start,
+            end,
+            ok,
+        });
+    }
+
+    /// An op to `peer`, issued at `issued`, completed (or failed) at `done`.
     pub(crate) fn op(
         &self,
         peer: u32,
@@ -125,50 +116,34 @@ impl Trace {
         done: Instant,
         ok: bool,
     ) {
-        self.push(Event::Op {
-            peer,
-            op,
-            id,
-            issued,
-            done,
+        let what = What::Op { peer, op, id };
+        self.record(Event {
+            what,
+            start: issued,
+            end: done,
             ok,
         });
     }
 
     /// An op of `origin` applied here between `start` and now.
     pub(crate) fn applied(&self, origin: u32, op: OpKind, id: u64, start: Instant, ok: bool) {
-        let end = Instant::now();
-        self.push(Event::Applied {
-            origin,
-            op,
-            id,
-            start,
-            end,
-            ok,
-        });
+        self.push(What::Applied { origin, op, id }, start, ok);
     }
 
     /// A barrier of `epoch` entered at `start`, ended now.
     pub(crate) fn barrier(&self, epoch: u64, start: Instant, ok: bool) {
-        let end = Instant::now();
-        self.push(Event::Barrier {
-            epoch,
-            start,
-            end,
-            ok,
-        });
+        self.push(What::Barrier { epoch }, start, ok);
     }
 
     /// A barrier signal of `epoch`'s `round` sent to `peer` or heard from it, now.
     pub(crate) fn signal(&self, peer: u32, epoch: u64, round: u32, sent: bool) {
-        let at = Instant::now();
-        self.push(Event::Signal {
+        let what = What::Signal {
             peer,
             epoch,
             round,
-            at,
             sent,
-        });
+        };
+        self.push(what, Instant::now(), true);
     }
 
     /// A wait for `what`, from `start` until now.
@@ -180,21 +155,13 @@ impl Trace {
     /// from `start` until now: for layers above the rank (a device's
     /// barrier and its rounds, a collective).
     pub fn span(&self, cat: &'static str, name: String, start: Instant, ok: bool) {
-        let end = Instant::now();
-        self.push(Event::Span {
-            cat,
-            name,
-            start,
-            end,
-            ok,
-        });
+        self.push(What::Span { cat, name }, start, ok);
     }
 
     /// A race in this rank's window between accesses of `ranks`,
-    /// described by `what`.
-    pub(crate) fn race(&self, ranks: [u32; 2], what: String) {
-        let at = Instant::now();
-        self.push(Event::Race { ranks, what, at });
+    /// described by `report`.
+    pub(crate) fn race(&self, ranks: [u32; 2], report: String) {
+        self.push(What::Race { ranks, report }, Instant::now(), false);
     }
 
     /// The trace as a Chrome trace-event JSON document.

@@ -71,6 +71,19 @@ fn windows(data: u64, signal: u64) -> Vec<(String, u64)> {
     vec![("data".into(), data), ("signal".into(), signal)]
 }
 
+impl Cluster {
+    /// The devices of the embedded ranks (none with `daemons`).
+    fn embedded(&self, py: Python<'_>) -> Vec<Arc<Device<pld_server::Rank>>> {
+        self.ranks
+            .iter()
+            .filter_map(|r| match r.borrow(py).device() {
+                Some(Dev::Rank(d)) => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 #[pymethods]
 impl Cluster {
     /// Starts `n` embedded ranks over loopback (`transport` quic or tcp,
@@ -193,28 +206,14 @@ impl Cluster {
     /// `--checked`: every race the embedded ranks reported, each once,
     /// sorted (empty when checked mode is off or nothing raced).
     fn race_reports(&self, py: Python<'_>) -> Vec<String> {
-        let devs: Vec<_> = self
-            .ranks
-            .iter()
-            .filter_map(|r| match r.borrow(py).device() {
-                Some(Dev::Rank(d)) => Some(d.clone()),
-                _ => None,
-            })
-            .collect();
+        let devs = self.embedded(py);
         pld_sim::checked::reports(devs.iter().map(|d| d.rma()), &self.symmetry)
     }
 
     /// `--trace`: every embedded rank's timeline as one Chrome
     /// trace-event JSON document (None without `trace`).
     fn trace_json(&self, py: Python<'_>) -> Option<String> {
-        let devs: Vec<_> = self
-            .ranks
-            .iter()
-            .filter_map(|r| match r.borrow(py).device() {
-                Some(Dev::Rank(d)) => Some(d.clone()),
-                _ => None,
-            })
-            .collect();
+        let devs = self.embedded(py);
         let traces: Vec<&pld_server::Trace> = devs
             .iter()
             .filter_map(|d| d.rma().trace())
