@@ -105,7 +105,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             && p.payload_len < DIRECT_MIN
         {
             let payload = reader.store_payload(&p);
-            let start = state.trace().map(|_| std::time::Instant::now());
+            let traced = state.trace().map(|t| (t, std::time::Instant::now()));
             let (op, ok) = match p.store {
                 Store::Put => (OpKind::Put, serve_put(&state, &peer, &p, payload, &mut out)),
                 Store::AtomicAdd { dtype } => (
@@ -113,7 +113,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
                     serve_add(&state, &peer, &p, dtype, payload, &mut out),
                 ),
             };
-            if let (Some(t), Some(start)) = (state.trace(), start) {
+            if let Some((t, start)) = traced {
                 t.applied(peer.rank, op, p.id, start, ok);
             }
             reader.consume_store(p);
@@ -163,7 +163,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
             && let Some(Body::Put(p)) = &header.body
         {
             state.activity().touch();
-            let start = std::time::Instant::now();
+            let traced = state.trace().map(|t| (t, std::time::Instant::now()));
             state
                 .stats()
                 .received(MsgKind::Put, frame::PREFIX_LEN + len);
@@ -190,7 +190,7 @@ async fn serve(state: Arc<RankState>, est: Established) {
                 }
             };
             state.stats().served(OpKind::Put, ok);
-            if let Some(t) = state.trace() {
+            if let Some((t, start)) = traced {
                 t.applied(peer.rank, OpKind::Put, header.id, start, ok);
             }
             continue;
@@ -290,14 +290,14 @@ fn serve_request(
         return None;
     };
     let at = (id, header.checked.as_ref());
-    let start = state.trace().map(|_| std::time::Instant::now());
+    let traced = state.trace().map(|t| (t, std::time::Instant::now()));
     let Some((op, outcome)) = classify_and_apply(state, peer, at, body, payload) else {
         let msg = format!("a {} is not a request", kind.name());
         out.error(state, id, ErrorCode::UnexpectedMessage, msg);
         return None;
     };
     state.stats().served(op, outcome.is_ok());
-    if let (Some(t), Some(start)) = (state.trace(), start) {
+    if let Some((t, start)) = traced {
         t.applied(peer.rank, op, id, start, outcome.is_ok());
     }
     match outcome {

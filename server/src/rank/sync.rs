@@ -247,7 +247,7 @@ impl Rank {
             link.flush().await;
         }
         let deadline = crate::deadline::after(timeout);
-        let started = std::time::Instant::now();
+        let traced = self.state.trace().map(|t| (t, std::time::Instant::now()));
         let mut last = 0;
         let held = self
             .state
@@ -258,7 +258,7 @@ impl Rank {
                 cmp.holds(last, expected)
             })
             .await;
-        if let Some(t) = self.state.trace() {
+        if let Some((t, started)) = traced {
             let what = format!("signal cell {offset} of '{}' {cmp} {expected}", w.name());
             t.wait(&what, started, held);
         }

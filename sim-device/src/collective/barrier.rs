@@ -29,10 +29,10 @@ impl<R: Rma> Device<R> {
     pub async fn barrier(&self, signal: &DistributedTensor<i32>) -> Result<()> {
         let p = u64::from(self.world_size());
         let _held = self.take_signal("barrier", signal, [p, 1], "one row per rank")?;
-        let start = std::time::Instant::now();
+        let traced = self.trace().map(|t| (t, std::time::Instant::now()));
         self.quiet().await?;
         let done = self.disseminate("barrier", signal, 0).await;
-        if let Some(t) = self.trace() {
+        if let Some((t, start)) = traced {
             let name = format!(
                 "barrier of {p} ranks ({} rounds)",
                 rounds(self.world_size())
@@ -52,7 +52,7 @@ impl<R: Rma> Device<R> {
     ) -> Result<()> {
         let p = self.world_size();
         for k in 0..rounds(p) {
-            let start = std::time::Instant::now();
+            let traced = self.trace().map(|t| (t, std::time::Instant::now()));
             let d = 1i64 << k;
             let to = self.peer_next(d);
             self.arrive(signal, to, [u64::from(k), col]).await?;
@@ -68,7 +68,7 @@ impl<R: Rma> Device<R> {
                 .await;
             // The round on the timeline: the notify's flow runs from here
             // to `to`, and `from`'s into this rank.
-            if let Some(t) = self.trace() {
+            if let Some((t, start)) = traced {
                 let name = format!("{call} round {}: credit to {to}, from {from}", k + 1);
                 t.span("barrier", name, start, heard.is_ok());
             }
