@@ -48,6 +48,18 @@ impl Near {
         Some((base + off as usize) as *mut u8)
     }
 
+    /// Whether this host's PEs outnumber its cores and spin: a waiter
+    /// then runs only when another PE gives up its core.
+    pub(crate) fn oversubscribed(&self) -> bool {
+        matches!(
+            self.progress,
+            Progress::Spin {
+                oversubscribed: true,
+                ..
+            }
+        )
+    }
+
     /// Wakes `peer` if it sleeps in a wait: after every write into its heap.
     pub(crate) fn ring(&self, peer: u32) {
         if let Some(base) = self.bases.get(peer as usize) {

@@ -1,5 +1,6 @@
 //! One-way signals between the members of a team or an active set, for
-//! the collectives that run in one round through shared memory: member
+//! the collectives and barriers that run in one round through shared
+//! memory: member
 //! `s` tells member `r` "my part of this call is done" by adding 1 to the
 //! cell `r` keeps for `s`; `r` takes it by subtracting 1.
 //!
@@ -44,7 +45,7 @@ pub(crate) struct Flags<'a> {
 /// Some members did not signal in time.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "timed out after {timeout:?} in a one-round collective, waiting for PE {waiting_for}; not heard from PEs {not_heard_from}"
+    "timed out after {timeout:?} waiting for PE {waiting_for}'s signal; not heard from PEs {not_heard_from}"
 )]
 pub(crate) struct Unheard {
     pub timeout: Duration,
@@ -53,9 +54,16 @@ pub(crate) struct Unheard {
 }
 
 impl<'a> Flags<'a> {
-    /// The flags of `members` over `cells`, if the group fits its cells.
+    /// The flags of `members` over `cells`, if the group fits its cells
+    /// and they lie in the shared heap (an active set's `pSync` may be a
+    /// static array, which only the network reaches).
     pub(crate) fn new(near: &'a Near, cells: Cells, members: &'a [u32], me: u32) -> Option<Self> {
-        (members.len() as u64 <= cells.flag_cells).then_some(Flags {
+        let first = cells.offset + cells.flags * 8;
+        let shared = members
+            .get(me as usize)
+            .and_then(|pe| near.at(*pe, cells.window, first, cells.flag_cells * 8))
+            .is_some();
+        (shared && members.len() as u64 <= cells.flag_cells).then_some(Flags {
             near,
             cells,
             members,
@@ -91,20 +99,88 @@ impl<'a> Flags<'a> {
         }
     }
 
+    /// A barrier of the group: no member returns before every member has
+    /// called it.
+    ///
+    /// Where each PE has a core (or waits sleep), every member signals
+    /// every other and waits for all: one hop, and the waits overlap.
+    /// Where PEs spinning outnumber the cores, a waiter sees a signal only
+    /// once it is scheduled again, so the barrier's exit order is the
+    /// scheduler's; there the members signal member 0, which waits for
+    /// them all and then signals each (fan-in, fan-out): member 0 always
+    /// leaves first — a root 0 after a barrier (a broadcast, a program's
+    /// own puts from PE 0) starts before the others look for its data —
+    /// for one more hop (docs/PERFORMANCE.md has both at 4 PEs on 2
+    /// cores).
+    pub(crate) fn barrier(&self, timeout: Duration) -> Result<(), Unheard> {
+        if !self.near.oversubscribed() {
+            self.signal_all();
+            return self.take_all(timeout);
+        }
+        if self.me == 0 {
+            self.take_all(timeout)?;
+            self.signal_all();
+            return Ok(());
+        }
+        self.signal(0);
+        self.take(&[0], timeout).map_err(|e| self.unreleased(e))
+    }
+
+    /// What a member that member 0 has not released waits for: the
+    /// members whose arrival member 0's cells do not show (read through
+    /// shared memory), or member 0 itself when all the others arrived.
+    fn unreleased(&self, e: Unheard) -> Unheard {
+        let (n, me) = (self.members.len() as u32, self.me);
+        let arrived = |s: u32| {
+            let off = self.cells.offset + (self.cells.flags + s as u64) * 8;
+            let at = self.near.at(self.members[0], self.cells.window, off, 8);
+            at.is_some_and(|p| {
+                // SAFETY: an aligned 8-byte flag cell of member 0's
+                // mapped heap, which lives as long as the process.
+                let cell = unsafe { AtomicI64::from_ptr(p.cast::<i64>()) };
+                cell.load(Ordering::Acquire) > self.cells.base
+            })
+        };
+        let mut missing: Vec<u32> = (1..n)
+            .filter(|s| *s != me && !arrived(*s))
+            .map(|s| self.members[s as usize])
+            .collect();
+        if missing.is_empty() {
+            missing.push(self.members[0]);
+        }
+        Unheard {
+            timeout: e.timeout,
+            waiting_for: missing[0],
+            not_heard_from: join(&missing),
+        }
+    }
+
     /// Waits for one signal from each member in `from`, and takes them
     /// (every write its sender made before it is then visible here).
     pub(crate) fn take(&self, from: &[u32], timeout: Duration) -> Result<(), Unheard> {
+        self.take_from(|| from.iter().copied(), timeout)
+    }
+
+    /// Waits for one signal from every other member, and takes them.
+    pub(crate) fn take_all(&self, timeout: Duration) -> Result<(), Unheard> {
+        let (n, me) = (self.members.len() as u32, self.me);
+        self.take_from(|| (0..n).filter(move |m| *m != me), timeout)
+    }
+
+    /// [`Flags::take`] over the senders `from()` lists (no list built:
+    /// this is every small collective's and barrier's wait).
+    fn take_from<I: Iterator<Item = u32>>(
+        &self,
+        from: impl Fn() -> I,
+        timeout: Duration,
+    ) -> Result<(), Unheard> {
         let base = self.cells.base;
-        let ready = || {
-            from.iter()
-                .all(|s| self.mine(*s).load(Ordering::Acquire) > base)
-        };
+        let ready = || from().all(|s| self.mine(s).load(Ordering::Acquire) > base);
         let me = self.members[self.me as usize];
         if !self.near.wait(me, Instant::now() + timeout, ready) {
-            let missing: Vec<u32> = from
-                .iter()
-                .filter(|s| self.mine(**s).load(Ordering::Acquire) <= base)
-                .map(|s| self.members[*s as usize])
+            let missing: Vec<u32> = from()
+                .filter(|s| self.mine(*s).load(Ordering::Acquire) <= base)
+                .map(|s| self.members[s as usize])
                 .collect();
             if !missing.is_empty() {
                 return Err(Unheard {
@@ -114,17 +190,9 @@ impl<'a> Flags<'a> {
                 });
             }
         }
-        for s in from {
-            self.mine(*s).fetch_sub(1, Ordering::AcqRel);
+        for s in from() {
+            self.mine(s).fetch_sub(1, Ordering::AcqRel);
         }
         Ok(())
-    }
-
-    /// Waits for one signal from every other member, and takes them.
-    pub(crate) fn take_all(&self, timeout: Duration) -> Result<(), Unheard> {
-        let others: Vec<u32> = (0..self.members.len() as u32)
-            .filter(|m| *m != self.me)
-            .collect();
-        self.take(&others, timeout)
     }
 }

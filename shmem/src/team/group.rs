@@ -29,6 +29,11 @@ pub(crate) enum CollError {
     Invalid(String),
 }
 
+/// The largest group whose barrier through shared memory runs on its flag
+/// cells (`Flags::barrier`: at most two hops, n(n-1) signals at most)
+/// rather than the dissemination barrier's ⌈log₂ n⌉ rounds.
+pub(crate) const FLAG_BARRIER_MEMBERS: u32 = 16;
+
 /// The members of a team or an active set, seen from this PE.
 pub(crate) struct Members<'a> {
     pe: &'a Pe,
@@ -123,6 +128,14 @@ impl<'a> Members<'a> {
     pub(crate) async fn sync_only(&self) -> Result<(), CollError> {
         if self.world {
             return Ok(self.pe.rank().barrier().await?);
+        }
+        if let Some(f) = self
+            .flags()
+            .filter(|_| self.nranks() <= FLAG_BARRIER_MEMBERS)
+        {
+            return f
+                .barrier(self.pe.sync_timeout())
+                .map_err(|e| CollError::Unheard(e, self.name.to_string()));
         }
         self.sync
             .run(self.pe, self.members, self.me)
