@@ -64,6 +64,10 @@ pub struct Settings {
     /// Whether PEs of one host may share their heaps' memory
     /// (`PLD_SHMEM_SHARED_MEMORY`: on, the default, or off).
     pub shared_memory: bool,
+    /// Whether the program's thread is bound to one core, the PE's index
+    /// among this host's PEs modulo the cores it may use (`PLD_BIND`:
+    /// `core`, or `none`, the default; pld-oshrun says `core`).
+    pub bind_to_core: bool,
 }
 
 impl Settings {
@@ -192,6 +196,13 @@ impl Settings {
                     _ => Err("expected on or off".into()),
                 }
             })?,
+            bind_to_core: parse(&var, "PLD_BIND", false, |v| {
+                match v.trim().to_ascii_lowercase().as_str() {
+                    "core" => Ok(true),
+                    "none" => Ok(false),
+                    _ => Err("expected core or none".into()),
+                }
+            })?,
         })
     }
 }
@@ -256,5 +267,14 @@ mod tests {
         assert!(!off.shared_memory);
         let e = from(&[("PLD_SHMEM_SHARED_MEMORY", "maybe")]).expect_err("bad");
         assert_eq!(e.var, "PLD_SHMEM_SHARED_MEMORY");
+    }
+
+    #[test]
+    fn binding_is_off_unless_asked_for_by_core() {
+        assert!(!from(&[]).expect("default").bind_to_core);
+        assert!(from(&[("PLD_BIND", "core")]).expect("core").bind_to_core);
+        assert!(!from(&[("PLD_BIND", "none")]).expect("none").bind_to_core);
+        let e = from(&[("PLD_BIND", "socket")]).expect_err("bad");
+        assert_eq!(e.var, "PLD_BIND");
     }
 }

@@ -24,6 +24,8 @@ pub struct Job {
     pub progress: String,
     /// `on` or `off` (`PLD_SHMEM_SHARED_MEMORY`).
     pub shared_memory: String,
+    /// `core` or `none` (`PLD_BIND`).
+    pub bind: String,
     /// The sync timeout of every wait and barrier.
     pub timeout: Option<Duration>,
     /// The program and its arguments.
@@ -71,6 +73,7 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
             .env("PLD_CHECKED", &job.checked)
             .env("PLD_PROGRESS", &job.progress)
             .env("PLD_SHMEM_SHARED_MEMORY", &job.shared_memory)
+            .env("PLD_BIND", &job.bind)
             .env("PLD_SHMEM_CONTROL", write_end.to_string());
         if let Some(t) = job.timeout {
             cmd.env("PLD_SYNC_TIMEOUT", format!("{}ms", t.as_millis()));

@@ -33,6 +33,12 @@ struct Cli {
     /// over the network. Off under --checked.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     shared_memory: String,
+    /// Bind each PE's program thread to a core (its index among this
+    /// host's PEs, modulo the cores this launcher may use), as mpirun
+    /// binds: a PE that waits for another then yields to a known one, and
+    /// nothing migrates; none leaves placement to the scheduler.
+    #[arg(long, default_value = "core", value_parser = ["core", "none"])]
+    bind_to: String,
     /// How long any wait or barrier may take before it fails naming what is
     /// missing (ms, s, m).
     #[arg(long, value_parser = pld_proto::units::parse_duration)]
@@ -61,6 +67,7 @@ fn is_value(args: &[String], a: &str) -> bool {
                 | "--progress"
                 | "--checked"
                 | "--shared-memory"
+                | "--bind-to"
                 | "--trace"
         )
 }
@@ -84,6 +91,7 @@ fn main() -> std::process::ExitCode {
         checked: cli.checked,
         progress: cli.progress,
         shared_memory: cli.shared_memory,
+        bind: cli.bind_to,
         timeout: cli.timeout,
         program: cli.program,
         trace: cli.trace,
