@@ -110,6 +110,54 @@ fn a_sleeping_wait_wakes_for_every_write_into_its_memory() {
     }
 }
 
+/// The cores this test may run on, in order (as the launcher sees them).
+fn allowed_cores() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_else(|e| panic!("cannot read /proc/self/status: {e}"));
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or_else(|| panic!("no Cpus_allowed_list in {status}"))
+        .trim();
+    let core = |c: &str| {
+        c.parse::<usize>()
+            .unwrap_or_else(|e| panic!("Cpus_allowed_list {list}: {e}"))
+    };
+    let mut cores = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cores.extend(core(a)..=core(b));
+    }
+    cores
+}
+
+#[test]
+fn each_pe_is_bound_to_the_core_of_its_index_unless_told_none() {
+    let prog = compile("tests/c/bind.c");
+    let cores = allowed_cores();
+    for np in [2u32, 3] {
+        let o = oshrun_with(&prog, np, &["--transport", "tcp"]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        for pe in 0..np {
+            let core = cores[pe as usize % cores.len()];
+            let want = format!("PE {pe} of {np} may run on 1 cores, first {core}");
+            assert!(out.contains(&want), "bound: want '{want}': {out}");
+        }
+    }
+    let o = oshrun_with(&prog, 2, &["--transport", "tcp", "--bind-to", "none"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for pe in 0..2 {
+        let want = format!(
+            "PE {pe} of 2 may run on {} cores, first {}",
+            cores.len(),
+            cores[0]
+        );
+        assert!(out.contains(&want), "unbound: want '{want}': {out}");
+    }
+}
+
 #[test]
 fn heaps_are_shared_between_pes_of_one_host_unless_turned_off() {
     let prog = compile("tests/c/rma.c");
