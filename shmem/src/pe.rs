@@ -56,6 +56,9 @@ pub(crate) struct Pe {
     finalized: AtomicBool,
     /// The teams this PE belongs to.
     teams: crate::team::Registry,
+    /// `SHMEM_TEAM_WORLD`, which no call destroys: every barrier and
+    /// world collective takes it without the registry's lock.
+    world_team: std::sync::OnceLock<std::sync::Arc<crate::team::Team>>,
     /// The PEs on this host: `SHMEM_TEAM_SHARED`.
     shared: Vec<u32>,
     /// Every PE's heap, mapped, when the job uses shared memory.
@@ -114,6 +117,9 @@ pub(crate) fn init() -> &'static Pe {
     let _ = PE.set(started);
     let p = pe("shmem_init");
     *p.teams() = crate::team::Teams::start(p, p.shared.clone());
+    if let Some(world) = p.teams().get(crate::team::WORLD) {
+        let _ = p.world_team.set(world);
+    }
     // SAFETY: registers a plain `extern "C" fn()`.
     unsafe { libc::atexit(at_exit) };
     pe("shmem_init")
@@ -263,6 +269,7 @@ fn start() -> anyhow::Result<Pe> {
         trace: s.trace.clone(),
         finalized: AtomicBool::new(false),
         teams: Mutex::default(),
+        world_team: std::sync::OnceLock::new(),
         contexts: Mutex::default(),
         shared,
         near,
@@ -442,6 +449,11 @@ impl Pe {
     }
 
     /// The teams this PE belongs to.
+    /// `SHMEM_TEAM_WORLD`, once `shmem_init` made it.
+    pub(crate) fn world_team(&self) -> Option<&std::sync::Arc<crate::team::Team>> {
+        self.world_team.get()
+    }
+
     pub(crate) fn teams(&self) -> std::sync::MutexGuard<'_, crate::team::Teams> {
         self.teams.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -65,12 +65,14 @@ pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
         Scope::Team(0) => None,
         Scope::Team(id) => Some(Held::Team(team::team(p, call, id))),
         Scope::Active(set, psync) => {
-            let all = members(call, p, set);
-            // The whole job: the world team (its barrier and scratch).
+            // The whole job: the world team (its barrier and scratch). The
+            // set (0, 0, n) is the only one that names it (without the
+            // member list, as this is every OSU-style call's path).
             let n = p.rank().nranks();
-            if all.len() as u32 == n && all.iter().enumerate().all(|(i, m)| *m == i as u32) {
+            if set.0 == 0 && set.1 == 0 && u32::try_from(set.2) == Ok(n) {
                 return Some(Held::Team(team::team(p, call, team::WORLD)));
             }
+            let all = members(call, p, set);
             let me = all
                 .iter()
                 .position(|m| *m == p.rank().rank())

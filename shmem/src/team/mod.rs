@@ -178,6 +178,9 @@ impl Teams {
 
 /// The team of handle `team` for `call`; fatal for an invalid handle.
 pub(crate) fn team(p: &Pe, call: &'static str, team: usize) -> Arc<Team> {
+    if let Some(world) = p.world_team().filter(|_| team == WORLD) {
+        return world.clone();
+    }
     p.teams().get(team).unwrap_or_else(|| {
         fatal(format!(
             "{call}: {team:#x} is not a team of this PE (SHMEM_TEAM_INVALID, destroyed, or not a team handle)"
