@@ -8,6 +8,7 @@
 //! in-place forms safe. docs/shmem.md gives each one's message count.
 
 use crate::capi::coll_near::Direct;
+use crate::capi::reduce::Fold;
 use crate::capi::sync::members;
 use crate::pe::{Pe, fatal, pe};
 use crate::team::flags::ACTIVE_FLAGS;
@@ -419,24 +420,24 @@ pub(crate) unsafe fn alltoalls<T: Plain>(
     })
 }
 
-/// A reduction of every member's `source`, elementwise with `combine`,
+/// A reduction of every member's `source`, elementwise with `fold`,
 /// into every member's `dest` (which may be `source`).
 ///
 /// # Safety
 /// `source` and `dest` (symmetric) hold `nreduce` elements.
-pub(crate) unsafe fn reduce<T: Plain, F: Fn(T, T) -> T + Sync>(
+pub(crate) unsafe fn reduce<T: Plain>(
     call: &'static str,
     scope: Scope,
     dest: *mut T,
     source: *const T,
     nreduce: usize,
-    combine: F,
+    fold: &dyn Fold<T>,
 ) -> i32 {
     over(call, scope, async move |p, g| {
         let bytes = nreduce * T::SIZE;
         let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
         if let (Some(d), true) = (direct, nreduce > 0) {
-            return d.reduce(nreduce, combine).await;
+            return d.reduce(nreduce, fold).await;
         }
         // SAFETY: the caller's contract.
         let x = unsafe { read(source, nreduce) };
@@ -445,6 +446,7 @@ pub(crate) unsafe fn reduce<T: Plain, F: Fn(T, T) -> T + Sync>(
         }
         // Small: every member's vector in the team's scratch, one round
         // (mesh). Large: the ring, its scratch `dest` (N elements).
+        let combine = |a, b| fold.element(a, b);
         let mesh = nreduce * g.nranks() as usize;
         let r = match g.scratch_for((mesh * T::SIZE) as u64) {
             Some(s) => coll::allreduce_by(&g, &s, &x, &combine, Algo::Mesh).await,

@@ -18,6 +18,7 @@
 //! every member's into a buffer of its own, signals that it is done
 //! reading, and writes `dest` once all are (`dest` may be `source`).
 
+use super::reduce::Fold;
 use crate::near::Near;
 use crate::pe::{Pe, fatal};
 use crate::team::flags::Flags;
@@ -226,10 +227,10 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// own `dest` — only member m reads slice m anywhere, so `dest` may be
     /// `source` — then, after a barrier, copies every other slice from the
     /// member that computed it.
-    pub(crate) async fn reduce<T: Plain, F: Fn(T, T) -> T>(
+    pub(crate) async fn reduce<T: Plain>(
         &self,
         n: usize,
-        combine: F,
+        fold: &dyn Fold<T>,
     ) -> Result<(), CollError> {
         /// Elements combined at a time: the vectors stay small.
         const CHUNK: usize = 8192;
@@ -239,9 +240,9 @@ impl<'g, 'a> Direct<'g, 'a> {
             return match self.g.mailbox() {
                 Some(m) if bytes <= m.slot_bytes(members as u32) => {
                     let slots = m.begin(members as u32);
-                    self.reduce_pushed(&f, &slots, n, combine).await
+                    self.reduce_pushed(&f, &slots, n, fold).await
                 }
-                _ => self.reduce_one_round(&f, n, combine).await,
+                _ => self.reduce_one_round(&f, n, fold).await,
             };
         }
         let per = n.div_ceil(members);
@@ -252,7 +253,7 @@ impl<'g, 'a> Direct<'g, 'a> {
         for start in mine.clone().step_by(CHUNK) {
             let len = CHUNK.min(mine.end - start);
             let (at, bytes) = (start * T::SIZE, len * T::SIZE);
-            self.combine_into(&mut acc, (at, len), &combine);
+            self.combine_into(&mut acc, (at, len), fold);
             let dst = self.heap_at("dest", self.me, self.dest + at as u64, bytes);
             // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc`
             // is `len` elements of our own.
@@ -276,17 +277,17 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// A small reduction without barriers: every `source` is ready (first
     /// round), each member combines all of them in member order into a
     /// buffer, all are done reading (second round), each writes its `dest`.
-    async fn reduce_one_round<T: Plain, F: Fn(T, T) -> T>(
+    async fn reduce_one_round<T: Plain>(
         &self,
         f: &Flags<'_>,
         n: usize,
-        combine: F,
+        fold: &dyn Fold<T>,
     ) -> Result<(), CollError> {
         let bytes = n * T::SIZE;
         f.signal_all();
         self.g.take(f, None).await?;
         let mut acc = Vec::with_capacity(n);
-        self.combine_into(&mut acc, (0, n), &combine);
+        self.combine_into(&mut acc, (0, n), fold);
         f.signal_all();
         self.g.take(f, None).await?;
         let dst = self.heap_at("dest", self.me, self.dest, bytes);
@@ -302,12 +303,12 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// member order and writes its `dest`. The pushes are done when a
     /// member returns, so its `source` is free (and `dest` may be
     /// `source`: it is read before `dest` is written).
-    async fn reduce_pushed<T: Plain, F: Fn(T, T) -> T>(
+    async fn reduce_pushed<T: Plain>(
         &self,
         f: &Flags<'_>,
         slots: &Slots,
         n: usize,
-        combine: F,
+        fold: &dyn Fold<T>,
     ) -> Result<(), CollError> {
         let bytes = n * T::SIZE;
         let me = self.g.rank();
@@ -327,7 +328,7 @@ impl<'g, 'a> Direct<'g, 'a> {
                 .cast_const(),
         };
         let mut acc = Vec::with_capacity(n);
-        combine_parts(&mut acc, n, (0..self.g.nranks()).map(part), &combine);
+        combine_parts(&mut acc, n, (0..self.g.nranks()).map(part), fold);
         let dst = self.heap_at("dest", self.me, self.dest, bytes);
         // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc` is
         // `n` elements of our own.
@@ -342,11 +343,11 @@ impl<'g, 'a> Direct<'g, 'a> {
         &self,
         acc: &mut Vec<T>,
         (at, len): (usize, usize),
-        combine: &impl Fn(T, T) -> T,
+        fold: &dyn Fold<T>,
     ) {
         let bytes = len * T::SIZE;
         let parts = (0..self.g.nranks()).map(|i| self.source_of(i, at, bytes));
-        combine_parts(acc, len, parts, combine);
+        combine_parts(acc, len, parts, fold);
     }
 }
 
@@ -357,23 +358,23 @@ fn combine_parts<T: Plain>(
     acc: &mut Vec<T>,
     len: usize,
     mut parts: impl Iterator<Item = *const u8>,
-    combine: &impl Fn(T, T) -> T,
+    fold: &dyn Fold<T>,
 ) {
     const { assert!(T::SIZE == std::mem::size_of::<T>()) };
-    let load = |p: *const u8, k: usize| {
-        // SAFETY: `p` is `len` readable elements (the callers' parts: a
-        // `source` or a mailbox slot, checked live) and `k` < `len`;
-        // every Plain type is a number or bytes, valid at any bit pattern.
-        unsafe { p.cast::<T>().add(k).read_unaligned() }
-    };
     acc.clear();
     let Some(first) = parts.next() else {
         return;
     };
-    acc.extend((0..len).map(|k| load(first, k)));
+    acc.reserve(len);
+    // SAFETY: `first` is `len` readable elements (the callers' parts: a
+    // `source` or a mailbox slot, checked live), `acc` has room for `len`,
+    // and every Plain type is a number or bytes, valid at any bit pattern.
+    unsafe {
+        std::ptr::copy_nonoverlapping(first, acc.as_mut_ptr().cast::<u8>(), len * T::SIZE);
+        acc.set_len(len);
+    }
     for from in parts {
-        for (k, a) in acc.iter_mut().enumerate() {
-            *a = combine(*a, load(from, k));
-        }
+        // SAFETY: as above, `from` is `len` readable elements.
+        unsafe { fold.fold(acc, from) };
     }
 }

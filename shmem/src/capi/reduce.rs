@@ -32,9 +32,67 @@ pub(crate) trait Reducible: Plain + PartialOrd {
     fn combine(op: Op, a: Self, b: Self) -> Self;
 }
 
+/// How a reduction combines its elements: one pair at a time (the
+/// network path, element by element) and a whole part into an
+/// accumulator (the shared-memory path). The data movement takes it as a
+/// trait object, so it is compiled once per element type, not once per
+/// operator.
+pub(crate) trait Fold<T: Plain>: Sync {
+    /// `a op b`.
+    fn element(&self, a: T, b: T) -> T;
+
+    /// `acc[k] = acc[k] op part[k]` for every `k`.
+    ///
+    /// # Safety
+    /// `part` is `acc.len()` readable elements, at any alignment, that
+    /// nobody changes meanwhile.
+    unsafe fn fold(&self, acc: &mut [T], part: *const u8) {
+        // SAFETY: the caller's contract.
+        unsafe { each(acc, part, |a, b| self.element(a, b)) }
+    }
+}
+
+/// `acc[k] = f(acc[k], part[k])` for every `k`: inlined into a loop per
+/// operator, which the compiler vectorises (a `match` on the operator
+/// per element does not).
+///
+/// # Safety
+/// As for [`Fold::fold`].
+#[inline(always)]
+unsafe fn each<T: Plain>(acc: &mut [T], part: *const u8, f: impl Fn(T, T) -> T) {
+    for (k, a) in acc.iter_mut().enumerate() {
+        // SAFETY: `k` < `acc.len()`, which `part` holds; every Plain
+        // type is a number or bytes, valid at any bit pattern.
+        let b = unsafe { part.cast::<T>().add(k).read_unaligned() };
+        *a = f(*a, b);
+    }
+}
+
+/// A typed reduction's operator.
+struct ByOp(Op);
+
+impl<T: Reducible> Fold<T> for ByOp {
+    fn element(&self, a: T, b: T) -> T {
+        T::combine(self.0, a, b)
+    }
+
+    unsafe fn fold(&self, acc: &mut [T], part: *const u8) {
+        macro_rules! per_op {
+            ($($op:ident),*) => {
+                match self.0 {
+                    // SAFETY: the caller's contract.
+                    $(Op::$op => unsafe { each(acc, part, |a, b| T::combine(Op::$op, a, b)) },)*
+                }
+            };
+        }
+        per_op!(Sum, Prod, Min, Max, And, Or, Xor)
+    }
+}
+
 macro_rules! int {
     ($($t:ty),*) => {$(
         impl Reducible for $t {
+            #[inline(always)]
             fn combine(op: Op, a: Self, b: Self) -> Self {
                 match op {
                     Op::Sum => a.wrapping_add(b),
@@ -54,6 +112,7 @@ int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 macro_rules! float {
     ($($t:ty),*) => {$(
         impl Reducible for $t {
+            #[inline(always)]
             fn combine(op: Op, a: Self, b: Self) -> Self {
                 match op {
                     Op::Sum => a + b,
@@ -82,11 +141,7 @@ pub(crate) unsafe fn typed<T: Reducible>(
     op: Op,
 ) -> i32 {
     // SAFETY: the caller's contract.
-    unsafe {
-        reduce(call, scope, dest, source, nreduce, |a, b| {
-            T::combine(op, a, b)
-        })
-    }
+    unsafe { reduce(call, scope, dest, source, nreduce, &ByOp(op)) }
 }
 
 /// The 1.4 active-set form's `nreduce`, which is an `int`.
@@ -99,6 +154,27 @@ pub(crate) fn count(call: &'static str, nreduce: i32) -> usize {
 /// arithmetic for (`long double`, the complex types) combine two
 /// elements: `*acc = *acc op *x`, in C.
 pub(crate) type Combine = unsafe extern "C" fn(acc: *mut c_void, x: *const c_void);
+
+/// A C combiner of `N`-byte elements.
+struct ByC(Combine);
+
+impl<const N: usize> Fold<[u8; N]> for ByC {
+    fn element(&self, a: [u8; N], b: [u8; N]) -> [u8; N] {
+        // The C element, aligned for any type the header passes.
+        #[repr(C, align(16))]
+        struct Slot<const M: usize>([u8; M]);
+        let mut acc = Slot(a);
+        let x = Slot(b);
+        // SAFETY: both point at one element of the type `combine` takes.
+        unsafe {
+            (self.0)(
+                (&mut acc.0 as *mut [u8; N]).cast(),
+                (&x.0 as *const [u8; N]).cast(),
+            )
+        };
+        acc.0
+    }
+}
 
 /// A reduction of `size`-byte elements with a C combiner.
 ///
@@ -113,21 +189,6 @@ unsafe fn by_c<const N: usize>(
     nreduce: usize,
     combine: Combine,
 ) -> i32 {
-    let f = move |a: [u8; N], b: [u8; N]| {
-        // The C element, aligned for any type the header passes.
-        #[repr(C, align(16))]
-        struct Slot<const M: usize>([u8; M]);
-        let mut acc = Slot(a);
-        let x = Slot(b);
-        // SAFETY: both point at one element of the type `combine` takes.
-        unsafe {
-            combine(
-                (&mut acc.0 as *mut [u8; N]).cast(),
-                (&x.0 as *const [u8; N]).cast(),
-            )
-        };
-        acc.0
-    };
     // SAFETY: the caller's contract.
     unsafe {
         reduce(
@@ -136,7 +197,7 @@ unsafe fn by_c<const N: usize>(
             dest.cast::<[u8; N]>(),
             source.cast(),
             nreduce,
-            f,
+            &ByC(combine),
         )
     }
 }
