@@ -296,14 +296,30 @@ impl Pe {
         // outstanding, are done at their first poll: take that without the
         // runtime's block_on machinery. A future may be polled with any
         // waker; block_on polls it again with its own.
-        let inside = self.rt.enter();
+        self.enter_runtime();
         let mut f = std::pin::pin!(f);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
             return v;
         }
-        drop(inside);
         self.rt.block_on(f)
+    }
+
+    /// Makes the PE's runtime this thread's current one for good, once
+    /// per thread: a first poll may start a timer or spawn. Entering and
+    /// leaving around each call cost a fifth of a small collective's
+    /// (an Arc clone and a thread-local swap each way); the program's
+    /// threads run no other runtime, and `block_on` nests inside.
+    fn enter_runtime(&self) {
+        thread_local! {
+            /// The runtime this thread entered (its address), if any.
+            static ENTERED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        }
+        let rt = &self.rt as *const tokio::runtime::Runtime as usize;
+        if ENTERED.get() != rt {
+            std::mem::forget(self.rt.enter());
+            ENTERED.set(rt);
+        }
     }
 
     /// Runs an op; its error is fatal, naming `call`.
