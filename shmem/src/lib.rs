@@ -19,6 +19,7 @@
 //! - `launch`: what `pld-oshrun` does.
 
 pub mod addr;
+mod bind;
 pub mod capi;
 pub mod env;
 pub mod heap;

@@ -153,33 +153,6 @@ extern "C" fn at_exit() {
     }
 }
 
-/// Binds the calling thread (the program's: the runtime's threads were
-/// started before and stay free) to the `i`-th, modulo their number, of
-/// the cores this process may run on.
-fn bind_to_core(i: usize) -> std::io::Result<()> {
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: a zeroed cpu_set_t is the empty set; the calls read or
-    // write exactly `size` bytes of it.
-    unsafe {
-        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|c| libc::CPU_ISSET(*c, &allowed))
-            .collect();
-        let Some(cpu) = cpus.get(i % cpus.len().max(1)) else {
-            return Ok(());
-        };
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(*cpu, &mut one);
-        if libc::sched_setaffinity(0, size, &one) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 fn start() -> anyhow::Result<Pe> {
     let s = Settings::from(|k| std::env::var(k).ok())?;
     let security = match &s.auth {
@@ -231,7 +204,7 @@ fn start() -> anyhow::Result<Pe> {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     if s.bind_to_core {
         let here = shared.iter().position(|r| *r == s.rank).unwrap_or(0);
-        if let Err(e) = bind_to_core(here) {
+        if let Err(e) = crate::bind::to_core(here) {
             tracing::warn!(error = %e, "PLD_BIND=core: the program's thread stays unbound");
         }
     }

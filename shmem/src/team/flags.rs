@@ -71,6 +71,12 @@ impl<'a> Flags<'a> {
         })
     }
 
+    /// The offset, in every member's heap, of the cell kept for sender
+    /// `from`.
+    fn offset_for(&self, from: u32) -> u64 {
+        self.cells.offset + (self.cells.flags + from as u64) * 8
+    }
+
     /// The cell this PE keeps for member `from`.
     fn mine(&self, from: u32) -> &AtomicI64 {
         let i = self.cells.flags + from as u64;
@@ -84,7 +90,7 @@ impl<'a> Flags<'a> {
     /// Signals member `to` (after every write before it: the add is a
     /// release) and wakes it if it sleeps.
     pub(crate) fn signal(&self, to: u32) {
-        let off = self.cells.offset + (self.cells.flags + self.me as u64) * 8;
+        let off = self.offset_for(self.me);
         let pe = self.members[to as usize];
         let sent = self
             .near
@@ -132,8 +138,9 @@ impl<'a> Flags<'a> {
     fn unreleased(&self, e: Unheard) -> Unheard {
         let (n, me) = (self.members.len() as u32, self.me);
         let arrived = |s: u32| {
-            let off = self.cells.offset + (self.cells.flags + s as u64) * 8;
-            let at = self.near.at(self.members[0], self.cells.window, off, 8);
+            let at = self
+                .near
+                .at(self.members[0], self.cells.window, self.offset_for(s), 8);
             at.is_some_and(|p| {
                 // SAFETY: an aligned 8-byte flag cell of member 0's
                 // mapped heap, which lives as long as the process.
