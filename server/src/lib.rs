@@ -23,6 +23,7 @@ mod deadline;
 pub mod error;
 mod lent;
 mod peer;
+pub mod private;
 mod rank;
 pub mod ratelog;
 pub mod stats;

@@ -5,6 +5,7 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 pub mod harness;
+pub mod local_user;
 pub mod netns;
 pub mod raw;
 
@@ -86,7 +87,7 @@ pub const MAX_RANKS: u32 = 32;
 /// The TLS material every test cluster of this process (and of the rank
 /// processes it starts, through `PLD_TEST_TLS_DIR`) uses: one throwaway CA
 /// and certificates for ranks `0..MAX_RANKS`, made on first use in
-/// `$TMPDIR/pld-tests-tls-PID`. Directories of test processes that are
+/// a fresh `$TMPDIR/pld-tests-tls-PID-XXXXXX`. Directories of test processes that are
 /// gone are removed then.
 pub fn tls_dir() -> &'static std::path::Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -94,25 +95,31 @@ pub fn tls_dir() -> &'static std::path::Path {
         if let Some(d) = std::env::var_os("PLD_TEST_TLS_DIR") {
             return PathBuf::from(d);
         }
+        // Directories of test processes that are gone (this user's only).
         let tmp = std::env::temp_dir();
         if let Ok(entries) = std::fs::read_dir(&tmp) {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(pid) = name.strip_prefix("pld-tests-tls-")
+                let pid = name
+                    .strip_prefix("pld-tests-tls-")
+                    .and_then(|rest| rest.split('-').next());
+                let ours = e.metadata().is_ok_and(|m| m.uid() == me);
+                if let Some(pid) = pid
+                    && ours
                     && !std::path::Path::new("/proc").join(pid).exists()
                 {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
             }
         }
-        let dir = tmp.join(format!("pld-tests-tls-{}", std::process::id()));
-        pld_server::tls::ClusterCa::generate("pld-tests")
-            .and_then(|ca| {
-                let names = pld_server::tls::LOCAL_GRPC_NAMES.map(String::from);
-                ca.write_dir(&dir, MAX_RANKS, &names)
-            })
-            .expect("writing the test cluster's TLS material");
-        dir
+        let prefix = format!("pld-tests-tls-{}", std::process::id());
+        let names = pld_server::tls::LOCAL_GRPC_NAMES.map(String::from);
+        pld_server::tls::TempTlsDir::named(&prefix, "pld-tests", MAX_RANKS, &names)
+            .expect("writing the test cluster's TLS material")
+            .keep()
     })
 }
 

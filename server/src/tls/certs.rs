@@ -6,6 +6,7 @@
 
 use super::{Identity, Security, server_name};
 use crate::error::{Error, Result, TlsError};
+use crate::private::{PrivateDir, write_new};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -150,18 +151,22 @@ impl ClusterCa {
 
     /// Writes `ca.pem`; for every rank `rank-R.pem` and `rank-R.key`; and
     /// `grpc.pem` / `grpc.key` for `grpc_names` (keys mode 0600) into
-    /// `dir`, which is created if needed: what `pld-daemon --tls-dir DIR`
-    /// (and `--grpc-tls`) reads. The CA's own key is not kept, so nobody
-    /// can add a rank later; make a new set for a new cluster.
+    /// `dir`: what `pld-daemon --tls-dir DIR` (and `--grpc-tls`) reads.
+    /// `dir` is made (mode 0700) if missing, and used only if it is this
+    /// user's and no one else can write into it; every file is new
+    /// (`O_EXCL | O_NOFOLLOW`, [`crate::private::write_new`]), so an
+    /// existing file or a symlink planted in `dir` is refused, never
+    /// overwritten or followed. The CA's own key is not kept, so nobody can
+    /// add a rank later; make a new set for a new cluster.
     pub fn write_dir(
         &self,
         dir: &Path,
         nranks: u32,
         grpc_names: &[String],
     ) -> Result<Vec<PathBuf>> {
-        std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+        crate::private::ensure_own_dir(dir).map_err(write_err(dir))?;
         let ca = dir.join("ca.pem");
-        std::fs::write(&ca, &self.cert_pem).map_err(write_err(&ca))?;
+        write_new(&ca, self.cert_pem.as_bytes(), 0o644).map_err(write_err(&ca))?;
         let mut written = vec![ca];
         for rank in 0..nranks {
             let (cert, key) = Identity::files(dir, rank);
@@ -181,62 +186,56 @@ fn write_err(path: &Path) -> impl Fn(std::io::Error) -> Error + use<> {
     move |e| Error::io(format!("writing {path}"), e)
 }
 
-/// Writes a certificate and its key (mode 0600).
+/// Writes a certificate and its key (mode 0600), each a new file.
 fn write_pair(c: &RankCert, cert: PathBuf, key: PathBuf) -> Result<[PathBuf; 2]> {
-    std::fs::write(&cert, &c.cert_pem).map_err(write_err(&cert))?;
-    write_private(&key, c.key_pem.as_bytes()).map_err(write_err(&key))?;
+    write_new(&cert, c.cert_pem.as_bytes(), 0o644).map_err(write_err(&cert))?;
+    write_new(&key, c.key_pem.as_bytes(), 0o600).map_err(write_err(&key))?;
     Ok([cert, key])
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)
-}
-
-/// A cluster's TLS material in a fresh temporary directory, removed on
-/// drop: for local clusters of daemon processes (the demo, tests).
+/// A cluster's TLS material in a fresh private directory
+/// ([`PrivateDir`]: a random name, mode 0700), removed on drop: for local
+/// clusters of processes (the demo, `pld-oshrun`, tests).
 #[derive(Debug)]
 pub struct TempTlsDir {
-    dir: PathBuf,
+    dir: PrivateDir,
 }
 
 impl TempTlsDir {
-    /// A new CA and certificates for `nranks` ranks under
-    /// `$TMPDIR/pld-tls-PID-N`.
+    /// A new CA and certificates for `nranks` ranks (and the gRPC plane of
+    /// this host) under `$TMPDIR/pld-tls-XXXXXX`.
     pub fn new(nranks: u32) -> Result<TempTlsDir> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "pld-tls-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
         let names = LOCAL_GRPC_NAMES.map(String::from);
-        ClusterCa::generate("throwaway")?.write_dir(&dir, nranks, &names)?;
+        TempTlsDir::named("pld-tls", "throwaway", nranks, &names)
+    }
+
+    /// A new CA for `cluster_id` and certificates for `nranks` ranks and
+    /// `grpc_names` under `$TMPDIR/PREFIX-XXXXXX`.
+    pub fn named(
+        prefix: &str,
+        cluster_id: &str,
+        nranks: u32,
+        grpc_names: &[String],
+    ) -> Result<TempTlsDir> {
+        let dir = PrivateDir::new(prefix)
+            .map_err(|e| Error::io("making the cluster's key directory", e))?;
+        ClusterCa::generate(cluster_id)?.write_dir(dir.path(), nranks, grpc_names)?;
         Ok(TempTlsDir { dir })
     }
 
     /// The directory, for `--tls-dir`.
     pub fn path(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// `rank`'s security, loaded from the directory.
     pub fn security(&self, rank: u32) -> Result<Security> {
-        Security::from_dir(&self.dir, rank)
+        Security::from_dir(self.dir.path(), rank)
     }
-}
 
-impl Drop for TempTlsDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+    /// Leaves the directory in place when this is dropped (for a cluster
+    /// that lives as long as the process); its path.
+    pub fn keep(self) -> PathBuf {
+        self.dir.keep()
     }
 }

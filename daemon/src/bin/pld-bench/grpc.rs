@@ -22,7 +22,7 @@ use pld_proto::v1::{GetRequest, PutRequest};
 use pld_server::transport::free_loopback_port;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -213,9 +213,8 @@ pub async fn run(
     let tls = match tls_dir {
         Some(d) => d,
         None => {
-            scratch = TempDir::new("pld-bench-certs")?;
-            pld_server::tls::ClusterCa::generate("pld-bench")?.write_dir(&scratch.0, 2, &[])?;
-            &scratch.0
+            scratch = pld_server::tls::TempTlsDir::named("pld-bench-certs", "pld-bench", 2, &[])?;
+            scratch.path()
         }
     };
     let mut figs = Vec::new();
@@ -281,26 +280,5 @@ pub fn print(figs: &[CallFigure], json: bool) {
                 f.p99_ratio
             );
         }
-    }
-}
-
-/// A directory removed when dropped.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(prefix: &str) -> anyhow::Result<TempDir> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -37,42 +37,32 @@ const MCA: [&str; 12] = [
 /// `cli.ranks` when barrier_lat is asked for): its figures by (op, size).
 pub(crate) fn run(cli: &Cli) -> anyhow::Result<HashMap<(String, u64), f64>> {
     let (mpicc, mpirun) = open_mpi()?;
-    let dir = std::env::temp_dir().join(format!("pld-bench-mpi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let out = build(&mpicc, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    let exe = out?;
+    // Source and program in a fresh directory no other user can
+    // pre-create or swap a file in; removed at the end.
+    let dir = pld_server::private::PrivateDir::new("pld-bench-mpi")
+        .context("making the MPI benchmark's build directory")?;
+    let exe = build(&mpicc, dir.path())?;
     let quick = cli.quick.then_some("--quick".to_string());
     let mut all = HashMap::new();
     let sizes: Vec<String> = cli.sizes.iter().map(u64::to_string).collect();
     let args: Vec<String> = quick.iter().cloned().chain(sizes).collect();
-    all.extend(report::parse_mpi(&launch(&mpirun, &exe.0, 2, &args)?));
+    all.extend(report::parse_mpi(&launch(&mpirun, &exe, 2, &args)?));
     if cli.wants("barrier_lat") || cli.wants("scale") {
         for &p in &cli.ranks {
             let args: Vec<String> = ["barrier".to_string()]
                 .into_iter()
                 .chain(quick.clone())
                 .collect();
-            all.extend(report::parse_mpi(&launch(&mpirun, &exe.0, p, &args)?));
+            all.extend(report::parse_mpi(&launch(&mpirun, &exe, p, &args)?));
         }
     }
     Ok(all)
 }
 
-/// The built program; removed when dropped.
-struct Built(PathBuf);
-
-impl Drop for Built {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn build(mpicc: &Path, dir: &Path) -> anyhow::Result<Built> {
+fn build(mpicc: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let src = dir.join("mpi_rma.c");
-    std::fs::write(&src, SOURCE).with_context(|| format!("writing {}", src.display()))?;
-    // Outside the directory, which is removed once the build is done.
-    let exe = std::env::temp_dir().join(format!("pld-bench-mpi-rma-{}", std::process::id()));
+    pld_server::private::write_new(&src, SOURCE.as_bytes(), 0o600)?;
+    let exe = dir.join("mpi_rma");
     let out = Command::new(mpicc)
         .args(["-O2", "-o"])
         .arg(&exe)
@@ -86,7 +76,7 @@ fn build(mpicc: &Path, dir: &Path) -> anyhow::Result<Built> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(Built(exe))
+    Ok(exe)
 }
 
 fn launch(mpirun: &Path, exe: &Path, ranks: u32, args: &[String]) -> anyhow::Result<String> {

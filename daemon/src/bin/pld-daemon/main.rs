@@ -50,7 +50,9 @@ enum Command {
         /// How many ranks to make certificates for.
         #[arg(long)]
         ranks: u32,
-        /// Where to write them (created if needed).
+        /// Where to write them: created (mode 0700) if needed; an existing
+        /// directory must be yours and writable by no one else, and no file
+        /// in it is overwritten (or followed, if a symlink).
         #[arg(long)]
         out: std::path::PathBuf,
         /// The cluster's name, written into the CA's subject.
