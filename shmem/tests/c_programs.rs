@@ -3,6 +3,9 @@
 //! over QUIC and TCP: each PE checks its results and exits non-zero on a
 //! mismatch. Real processes, real sockets, mutual TLS.
 
+// Test code: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -263,6 +266,26 @@ fn global_exit_ends_the_job_with_its_status_and_stops_the_rest() {
         );
         assert!(!out.contains("left a barrier"), "{out}");
     }
+    // A failure is never reported as success: the launcher exits with
+    // what exit() gives the status (its low 8 bits), as a shell sees it.
+    for (status, want) in [(-1, 255), (1, 1), (255, 255), (-2, 254), (300, 44)] {
+        let o = Command::new(OSHRUN)
+            .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+            .arg(&prog)
+            .arg(status.to_string())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+        let out = text(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(want),
+            "shmem_global_exit({status}): {out}"
+        );
+        assert!(
+            out.contains(&format!("PE 1 called shmem_global_exit({status})")),
+            "{out}"
+        );
+    }
 }
 
 #[test]
@@ -471,4 +494,105 @@ fn checked_orders_collectives_team_syncs_and_locks_and_reports_a_read_of_a_colle
     assert!(report.contains("`dst`+16384"), "{report}");
     assert!(report.contains("PE 2 put into"), "{report}");
     assert!(report.contains("PE 1 read (get / remote_load)"), "{report}");
+}
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The PEs of a job, by pid: killed when dropped, so that a failed test
+/// leaves none behind.
+struct Pes(Vec<i32>);
+
+impl Drop for Pes {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if !gone(pid) {
+                // SAFETY: signals a PE of a job this test started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Starts `hang` as a 2-PE job; returns the launcher and, once both PEs
+/// have said so, their pids and the key directory.
+fn hanging_job(prog: &Path) -> (std::process::Child, Pes, PathBuf) {
+    use std::io::BufRead;
+    let mut launcher = Command::new(OSHRUN)
+        .args(["-np", "2", "--transport", "tcp", "--timeout", "600s"])
+        .arg(prog)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = launcher.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(out).lines();
+    let (mut pids, mut keys) = (Vec::new(), PathBuf::new());
+    while pids.len() < 2 {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the job ended before both PEs started"))
+            .expect("a line");
+        let w: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(w.len(), 6, "{line}");
+        pids.push(w[3].parse::<i32>().expect("a pid"));
+        keys = PathBuf::from(w[5]);
+    }
+    (launcher, Pes(pids), keys)
+}
+
+/// Waits until every process of `pids` is gone; panics after `within`.
+fn all_gone(pids: &[i32], within: std::time::Duration, what: &str) {
+    let until = std::time::Instant::now() + within;
+    while !pids.iter().all(|&p| gone(p)) {
+        assert!(
+            std::time::Instant::now() < until,
+            "{what}: PEs {:?} still run after {within:?}",
+            pids.iter().filter(|&&p| !gone(p)).collect::<Vec<_>>()
+        );
+        // A poll of /proc with a deadline: they are not our children.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_signal_to_the_launcher_stops_every_pe_and_removes_the_key_directory() {
+    let prog = compile("tests/c/hang.c");
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let (mut launcher, pids, keys) = hanging_job(&prog);
+        assert!(keys.is_dir(), "{}", keys.display());
+        // SAFETY: signals the launcher this test started.
+        unsafe { libc::kill(launcher.id() as i32, sig) };
+        let status = launcher.wait().expect("wait");
+        // The launcher waited for its PEs: none is left, nor their keys.
+        let what = format!("signal {sig}");
+        all_gone(&pids.0, std::time::Duration::from_secs(2), &what);
+        // (The PEs shared the launcher's stderr: it ends with them.)
+        let mut err = String::new();
+        use std::io::Read;
+        let stderr = launcher.stderr.take().expect("stderr");
+        let _ = { stderr }.read_to_string(&mut err);
+        assert_eq!(status.code(), Some(128 + sig), "signal {sig}: {err}");
+        assert!(err.contains("passing it to the PEs"), "{err}");
+        assert!(!keys.exists(), "{} is left behind", keys.display());
+    }
+}
+
+#[test]
+fn pes_die_with_a_launcher_killed_outright() {
+    let prog = compile("tests/c/hang.c");
+    let (mut launcher, pids, keys) = hanging_job(&prog);
+    launcher.kill().expect("SIGKILL");
+    launcher.wait().expect("wait");
+    // The parent-death signal: each PE gets SIGKILL as the launcher ends.
+    all_gone(&pids.0, std::time::Duration::from_secs(30), "SIGKILL");
+    // What SIGKILL cannot clean: the directory, private to this user.
+    let _ = std::fs::remove_dir_all(keys);
 }

@@ -97,7 +97,9 @@ fn main() -> std::process::ExitCode {
         trace: cli.trace,
     };
     match pld_shmem::launch::run(&job) {
-        Ok(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),
+        // What exit(code) gives the parent: the low 8 bits (exit(-1) is
+        // 255, a failure — never clamped to 0, a success).
+        Ok(code) => std::process::ExitCode::from((code & 0xff) as u8),
         Err(e) => {
             eprintln!("pld-oshrun: error: {e:#}");
             std::process::ExitCode::from(2)

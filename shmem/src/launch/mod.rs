@@ -1,7 +1,12 @@
 //! What `pld-oshrun` does: N PEs on this host under a throwaway cluster CA,
 //! their output forwarded (inherited), the first non-zero exit status
 //! returned and the other PEs stopped at once — also when one calls
-//! `shmem_global_exit`, which it reports on a control pipe.
+//! `shmem_global_exit`, which it reports on a control pipe. A signal to
+//! the launcher is passed on to the PEs, which get [`GRACE`] to end
+//! before they are killed; a launcher killed outright takes its PEs with
+//! it ([`signals`]).
+
+mod signals;
 
 use anyhow::Context;
 use std::io::{BufRead, BufReader};
@@ -9,7 +14,11 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long PEs sent a forwarded signal get to end before SIGKILL (as a
+/// batch scheduler gives a job between TERM and KILL).
+pub const GRACE: Duration = Duration::from_secs(5);
 
 /// How to run a job.
 #[derive(Debug, Clone)]
@@ -38,6 +47,7 @@ pub struct Job {
 enum Event {
     Exited(u32, std::io::Result<std::process::ExitStatus>),
     GlobalExit(u32, i32),
+    Signal(libc::c_int),
 }
 
 /// An exit status as a shell reports it (128 + signal when killed).
@@ -50,9 +60,17 @@ fn code(s: std::process::ExitStatus) -> i32 {
 pub fn run(job: &Job) -> anyhow::Result<i32> {
     anyhow::ensure!(job.npes >= 1, "-np must be at least 1");
     let (program, args) = job.program.split_first().context("no program to run")?;
-    let dir = std::env::temp_dir().join(format!("pld-oshrun-{}", std::process::id()));
-    let _cleanup = RemoveOnDrop(dir.clone());
-    pld_server::tls::ClusterCa::generate("pld-oshrun")?.write_dir(&dir, job.npes, &[])?;
+    // Before any thread starts, so that each inherits the blocked mask.
+    let (tx, rx) = mpsc::channel();
+    let on_signal = tx.clone();
+    signals::catch(move |sig| {
+        let _ = on_signal.send(Event::Signal(sig));
+    })
+    .context("catching the signals to pass on to the PEs")?;
+    // The job's keys (and the PEs' traces) in a fresh directory no other
+    // user can pre-create or read, removed when the job ends.
+    let keys = pld_server::tls::TempTlsDir::named("pld-oshrun", "pld-oshrun", job.npes, &[])?;
+    let dir = keys.path().to_path_buf();
     let mut ports = Vec::new();
     while ports.len() < job.npes as usize {
         let p = pld_server::transport::free_loopback_port()?;
@@ -81,6 +99,7 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
         if job.trace.is_some() {
             cmd.env("PLD_TRACE", dir.join(format!("trace-{rank}.json")));
         }
+        signals::die_with_launcher(&mut cmd);
         match cmd.spawn() {
             Ok(c) => children.push(Some(c)),
             Err(e) => {
@@ -93,7 +112,6 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
     // every PE has.
     // SAFETY: `write_end` is the pipe's write end, ours to close.
     drop(unsafe { OwnedFd::from_raw_fd(write_end) });
-    let (tx, rx) = mpsc::channel();
     let reader = tx.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(std::fs::File::from(read_end))
@@ -121,36 +139,65 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
     }
     let mut left = job.npes;
     let mut result = 0;
+    // Set once the PEs were sent a signal: when they are killed.
+    let mut grace: Option<Instant> = None;
     while left > 0 {
-        match rx.recv() {
-            Ok(Event::Exited(pe, Ok(s))) if s.success() => {
+        let event = match grace {
+            None => rx.recv().ok(),
+            Some(until) => rx
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .ok(),
+        };
+        match event {
+            Some(Event::Exited(pe, Ok(s))) if s.success() => {
                 running[pe as usize] = None;
                 left -= 1;
             }
-            Ok(Event::Exited(pe, status)) => {
+            Some(Event::Exited(pe, status)) => {
                 running[pe as usize] = None;
-                let c = status.map(code).unwrap_or(1);
-                eprintln!("pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs");
-                result = c;
-                break;
+                left -= 1;
+                if grace.is_none() {
+                    let c = status.map(code).unwrap_or(1);
+                    eprintln!("pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs");
+                    result = c;
+                    break;
+                }
             }
-            Ok(Event::GlobalExit(pe, status)) => {
+            Some(Event::GlobalExit(pe, status)) => {
+                if grace.is_none() {
+                    eprintln!(
+                        "pld-oshrun: PE {pe} called shmem_global_exit({status}); stopping the other PEs"
+                    );
+                    result = status;
+                    break;
+                }
+            }
+            Some(Event::Signal(sig)) if grace.is_none() => {
                 eprintln!(
-                    "pld-oshrun: PE {pe} called shmem_global_exit({status}); stopping the other PEs"
+                    "pld-oshrun: got {}; passing it to the PEs, which get {GRACE:?} to end",
+                    signals::name(sig)
                 );
-                result = status;
-                break;
+                signal_running(&running, sig);
+                grace = Some(Instant::now() + GRACE);
+                result = 128 + sig;
             }
-            Err(_) => break,
+            // A second signal, the grace period over, or no more events.
+            Some(Event::Signal(_)) | None => break,
         }
     }
     if left > 0 {
-        for pid in running.into_iter().flatten() {
-            // SAFETY: signals a PE we started whose exit has not been
-            // reported: its thread is still waiting for it, so the pid is
-            // still ours (a child is not reaped until that wait returns;
-            // between the reaping and its report lie microseconds).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        signal_running(&running, libc::SIGKILL);
+        // Reap them, so that none outlives the launcher even briefly.
+        let until = Instant::now() + Duration::from_secs(5);
+        while left > 0 {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Event::Exited(pe, _)) => {
+                    running[pe as usize] = None;
+                    left -= 1;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
         }
     }
     if let Some(out) = &job.trace {
@@ -175,6 +222,17 @@ fn merge_traces(dir: &std::path::Path, npes: u32, out: &std::path::Path) -> anyh
         .with_context(|| format!("writing the trace to {}", out.display()))
 }
 
+/// Sends `sig` to every PE still running.
+fn signal_running(running: &[Option<u32>], sig: libc::c_int) {
+    for pid in running.iter().flatten() {
+        // SAFETY: signals a PE we started whose exit has not been
+        // reported: its thread is still waiting for it, so the pid is
+        // still ours (a child is not reaped until that wait returns;
+        // between the reaping and its report lie microseconds).
+        unsafe { libc::kill(*pid as i32, sig) };
+    }
+}
+
 fn stop(children: &mut [Option<Child>]) {
     for c in children.iter_mut().flatten() {
         let _ = c.kill();
@@ -197,12 +255,4 @@ fn control_pipe() -> anyhow::Result<(OwnedFd, i32)> {
     // SAFETY: sets a flag on a descriptor we own.
     unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
     Ok((read, fds[1]))
-}
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
