@@ -15,12 +15,27 @@ pub struct Space<W> {
     pub len: u64,
     /// "symmetric heap" or "data segment", for messages.
     pub what: &'static str,
+    /// Bytes at its start that are the library's own (the heap's team
+    /// cells and control block): no call of the program may reach them.
+    pub reserved: u64,
+}
+
+/// Where an address lies in a space.
+enum Within {
+    /// At this offset, in the program's part.
+    Program(u64),
+    /// In the reserved bytes at the start.
+    Reserved,
 }
 
 impl<W> Space<W> {
-    fn holds(&self, addr: usize, len: u64) -> Option<u64> {
+    fn holds(&self, addr: usize, len: u64) -> Option<Within> {
         let off = (addr as u64).checked_sub(self.base as u64)?;
-        (off.checked_add(len)? <= self.len).then_some(off)
+        (off.checked_add(len)? <= self.len).then_some(if off < self.reserved {
+            Within::Reserved
+        } else {
+            Within::Program(off)
+        })
     }
 }
 
@@ -38,7 +53,7 @@ impl<W> fmt::Display for Space<W> {
 
 /// A pointer outside every symmetric space.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{call}: {len} bytes at {addr:#x} are not symmetric: they lie in neither the {spaces}")]
+#[error("{call}: {len} bytes at {addr:#x} are not symmetric: {why}")]
 pub struct NotSymmetric {
     /// The OpenSHMEM call.
     pub call: &'static str,
@@ -46,8 +61,9 @@ pub struct NotSymmetric {
     pub addr: usize,
     /// The bytes the call would reach there.
     pub len: u64,
-    /// Both spaces, with their ranges.
-    pub spaces: String,
+    /// Where they lie instead: outside both spaces (named with their
+    /// ranges), or in a space's reserved bytes.
+    pub why: String,
 }
 
 /// The symmetric spaces of a PE.
@@ -66,20 +82,35 @@ impl<W: Copy> Spaces<W> {
         len: u64,
     ) -> Result<(W, u64), NotSymmetric> {
         for s in &self.list {
-            if let Some(off) = s.holds(addr, len) {
-                return Ok((s.window, off));
+            match s.holds(addr, len) {
+                Some(Within::Program(off)) => return Ok((s.window, off)),
+                Some(Within::Reserved) => {
+                    return Err(NotSymmetric {
+                        call,
+                        addr,
+                        len,
+                        why: format!(
+                            "they lie in the first {} bytes of the {s}, which pld keeps for its own cells (the program's symmetric objects start at {:#x})",
+                            s.reserved,
+                            s.base as u64 + s.reserved
+                        ),
+                    });
+                }
+                None => {}
             }
         }
         Err(NotSymmetric {
             call,
             addr,
             len,
-            spaces: self
-                .list
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(" nor the "),
+            why: format!(
+                "they lie in neither the {}",
+                self.list
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" nor the ")
+            ),
         })
     }
 
@@ -104,12 +135,14 @@ mod tests {
                     base: 0x1000,
                     len: 0x100,
                     what: "symmetric heap",
+                    reserved: 0x10,
                 },
                 Space {
                     window: 2,
                     base: 0x8000,
                     len: 0x20,
                     what: "data segment",
+                    reserved: 0,
                 },
             ],
         }
@@ -135,6 +168,21 @@ mod tests {
         ] {
             assert!(text.contains(part), "{text}");
         }
+    }
+
+    #[test]
+    fn the_reserved_bytes_at_the_start_of_a_space_are_refused_by_name() {
+        let e = spaces()
+            .locate("shmem_putmem", 0x1008, 8)
+            .expect_err("reserved");
+        let text = e.to_string();
+        assert!(
+            text.contains("first 16 bytes of the symmetric heap 0x1000..0x1100"),
+            "{text}"
+        );
+        assert!(text.contains("start at 0x1010"), "{text}");
+        assert!(spaces().locate("shmem_putmem", 0x1000, 1).is_err());
+        assert_eq!(spaces().locate("shmem_putmem", 0x1010, 1), Ok((1, 0x10)));
     }
 
     #[test]

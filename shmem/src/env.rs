@@ -70,6 +70,20 @@ pub struct Settings {
     pub bind_to_core: bool,
 }
 
+/// A heap size: room for pld's own cells at the heap's start
+/// ([`crate::pe::RESERVED`]) and at least one allocation after them.
+fn heap_size(v: &str) -> Result<u64, String> {
+    let size = parse_size(v)?;
+    let least = crate::pe::RESERVED + crate::heap::MIN_ALIGN;
+    if size < least {
+        return Err(format!(
+            "smaller than the {} bytes pld keeps at the heap's start for its own cells, plus one allocation: at least {least} bytes (e.g. 2M)",
+            crate::pe::RESERVED
+        ));
+    }
+    Ok(size)
+}
+
 impl Settings {
     /// Reads the settings through `var` (`std::env::var` in a program).
     pub fn from(var: impl Fn(&str) -> Option<String>) -> Result<Settings, EnvError> {
@@ -151,7 +165,7 @@ impl Settings {
                 &var,
                 "SHMEM_SYMMETRIC_SIZE",
                 DEFAULT_SYMMETRIC_SIZE,
-                parse_size,
+                heap_size,
             )?,
             sync_timeout: parse(
                 &var,
@@ -256,6 +270,11 @@ mod tests {
     fn a_bad_value_names_its_variable() {
         let e = from(&[("SHMEM_SYMMETRIC_SIZE", "lots")]).expect_err("bad size");
         assert_eq!(e.var, "SHMEM_SYMMETRIC_SIZE");
+        let e = from(&[("SHMEM_SYMMETRIC_SIZE", "64K")]).expect_err("below the reserve");
+        assert!(
+            e.to_string().contains("pld keeps at the heap's start"),
+            "{e}"
+        );
         let e = from(&[("PLD_PEERS", "a:1,b:2")]).expect_err("no rank");
         assert_eq!(e.var, "PLD_RANK");
     }

@@ -103,6 +103,10 @@ pub enum HeapError {
         free: u64,
         total: u64,
     },
+    /// A size that, rounded up to whole units of [`MIN_ALIGN`], does not
+    /// fit 64 bits: it would wrap to a small block.
+    #[error("{size} bytes is more than any symmetric heap holds")]
+    TooLarge { size: u64 },
     /// An alignment that is not a power of two, or larger than the heap's.
     #[error("alignment {align} is not a power of two of at most 1 GiB")]
     BadAlign { align: u64 },
@@ -143,10 +147,15 @@ impl Heap {
             return Err(HeapError::BadAlign { align });
         }
         let align = align.max(MIN_ALIGN);
-        // Whole units of MIN_ALIGN, so that every free block stays aligned.
-        let size = size.max(1).div_ceil(MIN_ALIGN) * MIN_ALIGN;
+        // Whole units of MIN_ALIGN, so that every free block stays aligned;
+        // a size within MIN_ALIGN of 2^64 would wrap to 0 here.
+        let size = size
+            .max(1)
+            .div_ceil(MIN_ALIGN)
+            .checked_mul(MIN_ALIGN)
+            .ok_or(HeapError::TooLarge { size })?;
         let found = self.free.iter().find_map(|(&at, &len)| {
-            let aligned = at.div_ceil(align) * align;
+            let aligned = at.div_ceil(align).checked_mul(align)?;
             let end = aligned.checked_add(size)?;
             (end <= at + len).then_some((at, len, aligned))
         });
@@ -245,6 +254,30 @@ mod tests {
             Err(HeapError::Exhausted { free, total, .. }) => assert_eq!((free, total), (16, 1024)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_size_near_2_64_is_refused_and_never_aliases_a_later_block() {
+        let mut h = Heap::new(4096, 1 << 20);
+        // Within 15 bytes of 2^64: rounded up to 16, they wrap to 0.
+        for size in [u64::MAX, u64::MAX - 1, u64::MAX - 14] {
+            assert_eq!(
+                h.alloc(size, 1),
+                Err(HeapError::TooLarge { size }),
+                "{size}"
+            );
+            assert_eq!(
+                h.alloc(size, 4096),
+                Err(HeapError::TooLarge { size }),
+                "{size}"
+            );
+        }
+        let huge = u64::MAX - 15;
+        assert!(matches!(h.alloc(huge, 1), Err(HeapError::Exhausted { .. })));
+        let a = h.alloc(64, 1).expect("fits");
+        let b = h.alloc(64, 1).expect("fits");
+        assert_ne!(a, b);
+        assert_eq!(h.len_of(a), Some(64));
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub const TEAM_BYTES: u64 = 1 << 20;
 /// the teams' bytes, then this PE's control block (`near::CONTROL`);
 /// programs' allocations start after.
 pub const RESERVED: u64 = TEAM_BYTES + (64 << 10);
+/// The offset of the call cell the active-set collectives agree on their
+/// calls in under `--checked` (`team::agree`): after the control block.
+pub const ACTIVE_CALL: u64 = TEAM_BYTES + 1024;
+const _: () = assert!(ACTIVE_CALL + crate::team::agree::CALL_BYTES as u64 <= RESERVED);
 
 /// A fetching op whose value lands in the program's memory at the next
 /// quiet: a fetching `_nbi` atomic, or a `get_nbi` into private memory.
@@ -50,6 +54,9 @@ pub(crate) struct Pe {
     heap: Mutex<Heap>,
     deferred: Mutex<Vec<Deferred>>,
     sync_timeout: Duration,
+    /// Whether the race detector runs (`--checked`): the collectives then
+    /// agree on their calls first.
+    checked: bool,
     control: Option<i32>,
     /// `PLD_TRACE`: where `shmem_finalize` writes the timeline.
     trace: Option<std::path::PathBuf>,
@@ -222,6 +229,7 @@ fn start() -> anyhow::Result<Pe> {
         base: heap_base,
         len: s.heap_size,
         what: "symmetric heap",
+        reserved: RESERVED,
     }];
     if let Some(d) = data {
         list.push(Space {
@@ -229,6 +237,7 @@ fn start() -> anyhow::Result<Pe> {
             base: d.start,
             len: d.len() as u64,
             what: "data segment",
+            reserved: 0,
         });
     }
     Ok(Pe {
@@ -238,6 +247,7 @@ fn start() -> anyhow::Result<Pe> {
         heap: Mutex::new(Heap::new(RESERVED, s.heap_size)),
         deferred: Mutex::new(Vec::new()),
         sync_timeout: s.sync_timeout,
+        checked: s.checked != pld_server::CheckedMode::Off,
         control: s.control,
         trace: s.trace.clone(),
         finalized: AtomicBool::new(false),
@@ -367,6 +377,11 @@ impl Pe {
     /// How long a wait or barrier may take.
     pub(crate) fn sync_timeout(&self) -> Duration {
         self.sync_timeout
+    }
+
+    /// Whether the race detector runs (`--checked`).
+    pub(crate) fn checked(&self) -> bool {
+        self.checked
     }
 
     /// Keeps a fetching op for the next quiet.

@@ -596,3 +596,142 @@ fn pes_die_with_a_launcher_killed_outright() {
     // What SIGKILL cannot clean: the directory, private to this user.
     let _ = std::fs::remove_dir_all(keys);
 }
+
+#[test]
+fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
+    let prog = compile("tests/c/bad_sizes.c");
+    let cases = [
+        (
+            "malloc",
+            "shmem_malloc(18446744073709551607): 18446744073709551607 bytes is more than any symmetric heap holds",
+        ),
+        (
+            "align",
+            "shmem_align(18446744073709551615): 18446744073709551615 bytes is more than any symmetric heap holds",
+        ),
+        (
+            "realloc",
+            "shmem_realloc(18446744073709551614): 18446744073709551614 bytes is more than any symmetric heap holds",
+        ),
+        (
+            "calloc",
+            "shmem_calloc(1, 18446744073709551615): 18446744073709551615 bytes is more than any symmetric heap holds",
+        ),
+        (
+            "iput",
+            "shmem_long_iput: 3 elements of 8 bytes at a destination stride of 1152921504606846976 span more bytes than an address space holds",
+        ),
+        (
+            "iget",
+            "shmem_long_iget: 3 elements of 8 bytes at a source stride of 1152921504606846976 span more bytes than an address space holds",
+        ),
+        (
+            "broadcast",
+            "shmem_long_broadcast: 4611686018427387903 elements of 8 bytes are more bytes than an address space holds",
+        ),
+        (
+            "fcollect",
+            "shmem_long_fcollect: 1152921504606846975 elements of 8 bytes for each of 2 members are more bytes than an address space holds",
+        ),
+        (
+            "reduce",
+            "shmem_long_sum_reduce: 9223372036854775807 elements of 8 bytes are more bytes than an address space holds",
+        ),
+        ("reserved", "shmem_long_put: 8 bytes at 0x"),
+    ];
+    for shared in MEMORY {
+        for (case, want) in cases {
+            let o = Command::new(OSHRUN)
+                .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+                .args(["--shared-memory", shared])
+                .arg(&prog)
+                .arg(case)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+            let out = text(&o);
+            let how = format!("{case}, shared memory {shared}");
+            assert_eq!(o.status.code(), Some(1), "{how}: {out}");
+            assert!(out.contains("pld-shmem: PE "), "{how}: {out}");
+            assert!(out.contains(want), "{how}: want '{want}': {out}");
+            assert!(
+                !out.contains("was not refused") && !out.contains(" gave "),
+                "{how}: {out}"
+            );
+        }
+    }
+    // The put into the reserved bytes says why it is refused.
+    let o = Command::new(OSHRUN)
+        .args(["-np", "2", "--transport", "tcp"])
+        .arg(&prog)
+        .arg("reserved")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    assert!(
+        out.contains(
+            "which pld keeps for its own cells (the program's symmetric objects start at 0x"
+        ),
+        "{out}"
+    );
+    // A heap too small for pld's own cells is refused at start, by name.
+    let o = Command::new(OSHRUN)
+        .args(["-np", "2", "--transport", "tcp"])
+        .arg(&prog)
+        .arg("none")
+        .env("SHMEM_SYMMETRIC_SIZE", "64K")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("SHMEM_SYMMETRIC_SIZE=64K: smaller than the"),
+        "{out}"
+    );
+}
+
+#[test]
+fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagreement() {
+    let prog = compile("tests/c/mismatch.c");
+    let cases = [
+        (
+            "length",
+            "the members of SHMEM_TEAM_WORLD disagree on the collective call (they differ in element count): PEs 0, 2: shmem_long_sum_reduce of 4 elements; PE 1: shmem_long_sum_reduce of 8 elements",
+        ),
+        (
+            "root",
+            "(they differ in root): PEs 0, 2: shmem_long_broadcast of 4 elements from root 0; PE 1: shmem_long_broadcast of 4 elements from root 1",
+        ),
+        (
+            "op",
+            "(they differ in call): PEs 0, 2: shmem_long_sum_reduce of 4 elements; PE 1: shmem_long_max_reduce of 4 elements",
+        ),
+        (
+            "type",
+            "(they differ in call): PEs 0, 2: shmem_long_sum_reduce of 4 elements; PE 1: shmem_int_sum_reduce of 4 elements",
+        ),
+        (
+            "active",
+            "disagree on the collective call (they differ in element count): PEs 0, 2: shmem_long_sum_to_all of 2 elements; PE 1: shmem_long_sum_to_all of 3 elements",
+        ),
+    ];
+    for (case, want) in cases {
+        let o = Command::new(OSHRUN)
+            .args(["-np", "3", "--checked", "--timeout", "30s"])
+            .arg(&prog)
+            .arg(case)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{case}: {out}");
+        assert!(out.contains(want), "{case}: want '{want}': {out}");
+        assert!(!out.contains("returned"), "{case}: {out}");
+    }
+    // Calls that agree (collect's counts may differ) pass.
+    let o = oshrun_with(&prog, 3, &["--checked", "--timeout", "30s"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("mismatch: agreeing calls OK on 3 PEs"),
+        "{out}"
+    );
+}

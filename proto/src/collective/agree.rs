@@ -166,34 +166,7 @@ impl fmt::Display for Call {
 /// say, when they do not all say the same: each distinct call with the
 /// ranks that made it, and what differs.
 pub fn disagreement(calls: &[Option<Call>]) -> Option<String> {
-    let first = calls.first().copied().flatten();
-    if first.is_some() && calls.iter().all(|c| *c == first) {
-        return None;
-    }
-    let mut groups: Vec<(Option<Call>, Vec<usize>)> = Vec::new();
-    for (r, c) in calls.iter().enumerate() {
-        match groups.iter_mut().find(|(g, _)| g == c) {
-            Some((_, ranks)) => ranks.push(r),
-            None => groups.push((*c, vec![r])),
-        }
-    }
-    let side = |(c, ranks): &(Option<Call>, Vec<usize>)| {
-        let who = match ranks.as_slice() {
-            [r] => format!("rank {r}"),
-            rs => format!(
-                "ranks {}",
-                rs.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        match c {
-            Some(c) => format!("{who}: {c}"),
-            None => format!("{who}: no readable call (another pld version?)"),
-        }
-    };
-    let known: Vec<Call> = groups.iter().filter_map(|(c, _)| *c).collect();
+    let known: Vec<Call> = calls.iter().filter_map(|c| *c).collect();
     let differs =
         |same: &dyn Fn(&Call, &Call) -> bool| known.windows(2).any(|w| !same(&w[0], &w[1]));
     let kinds = differs(&|a, b| a.kind == b.kind);
@@ -208,15 +181,60 @@ pub fn disagreement(calls: &[Option<Call>]) -> Option<String> {
         ("length", differs(&|a, b| a.len == b.len)),
     ];
     let differ: Vec<&str> = fields.iter().filter(|(_, d)| *d).map(|(n, _)| *n).collect();
+    sides(calls, &differ, &|r| format!("rank {r}"), &|rs| {
+        format!("ranks {}", list(rs))
+    })
+    .map(|sides| format!("the ranks disagree on the collective call{sides}"))
+}
+
+/// `0, 2, 5`.
+fn list(ids: &[usize]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The sides of a disagreement among `calls` (slot i: participant i's,
+/// `None`: no readable call), `None` where all made the same call: the
+/// fields that `differ`, then each distinct call after the participants
+/// that made it (`one` names a single participant, `many` several) —
+/// ` (they differ in length): ranks 0, 2: ...; rank 1: ...`. Any front
+/// end's agreement on a call (the gRPC collectives, OpenSHMEM's) reports
+/// through it.
+pub fn sides<T: PartialEq + fmt::Display>(
+    calls: &[Option<T>],
+    differ: &[&str],
+    one: &dyn Fn(usize) -> String,
+    many: &dyn Fn(&[usize]) -> String,
+) -> Option<String> {
+    let first = calls.first()?.as_ref();
+    if first.is_some() && calls.iter().all(|c| c.as_ref() == first) {
+        return None;
+    }
+    let mut groups: Vec<(Option<&T>, Vec<usize>)> = Vec::new();
+    for (r, c) in calls.iter().enumerate() {
+        match groups.iter_mut().find(|(g, _)| *g == c.as_ref()) {
+            Some((_, who)) => who.push(r),
+            None => groups.push((c.as_ref(), vec![r])),
+        }
+    }
+    let side = |(c, who): &(Option<&T>, Vec<usize>)| {
+        let who = match who.as_slice() {
+            [r] => one(*r),
+            rs => many(rs),
+        };
+        match c {
+            Some(c) => format!("{who}: {c}"),
+            None => format!("{who}: no readable call (another pld version?)"),
+        }
+    };
     let sides: Vec<String> = groups.iter().map(side).collect();
-    let differ = match differ.as_slice() {
+    let differ = match differ {
         [] => String::new(),
         d => format!(" (they differ in {})", d.join(", ")),
     };
-    Some(format!(
-        "the ranks disagree on the collective call{differ}: {}",
-        sides.join("; ")
-    ))
+    Some(format!("{differ}: {}", sides.join("; ")))
 }
 
 #[cfg(test)]

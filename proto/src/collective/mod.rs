@@ -9,7 +9,7 @@
 
 mod agree;
 mod group;
-pub use agree::{Call, CallKind, disagreement};
+pub use agree::{Call, CallKind, disagreement, sides};
 pub use group::{Group, Plain, decode, encode};
 
 use crate::{ReduceOp, Scalar};

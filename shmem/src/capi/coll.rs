@@ -11,6 +11,7 @@ use crate::capi::coll_near::Direct;
 use crate::capi::reduce::Fold;
 use crate::capi::sync::members;
 use crate::pe::{Pe, fatal, pe};
+use crate::team::agree::{Desc, agree};
 use crate::team::flags::ACTIVE_FLAGS;
 use crate::team::group::{CollError, Members, flatten};
 use crate::team::sync::{Cells, SYNC_CELLS, SyncArea};
@@ -106,8 +107,9 @@ pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
 }
 
 /// Runs `f` over the members of `scope`, fatal on its error; -1 for an
-/// invalid team.
-fn over<F>(call: &'static str, scope: Scope, f: F) -> i32
+/// invalid team. Under `--checked` the members first agree that they all
+/// make the call `desc` (`team::agree`).
+fn over<F>(call: &'static str, scope: Scope, desc: Desc, f: F) -> i32
 where
     F: for<'a> AsyncFnOnce(&'static Pe, Members<'a>) -> Result<(), CollError>,
 {
@@ -115,8 +117,43 @@ where
     let Some(held) = hold(p, call, scope) else {
         return -1;
     };
-    p.run(call, f(p, held.group(p)));
+    let g = held.group(p);
+    if p.checked() {
+        p.run(call, agree(&g, &desc));
+    }
+    p.run(call, f(p, g));
     0
+}
+
+/// A call of `count` elements: what its members must agree on.
+fn counted(call: &'static str, count: usize) -> Desc {
+    Desc {
+        nelems: Some(count as u64),
+        ..Desc::of(call)
+    }
+}
+
+/// `count` elements of `T`, `times` over (the members, for the calls
+/// whose `dest` holds every member's part), as bytes; the PE ends naming
+/// the call where that does not fit an address space: a wrapped count
+/// would move nothing, or a few bytes, where the program asked for more
+/// than exists.
+pub(crate) fn byte_count<T: Plain>(call: &'static str, count: usize, times: usize) -> usize {
+    count
+        .checked_mul(times)
+        .and_then(|e| e.checked_mul(T::SIZE))
+        .filter(|&b| isize::try_from(b).is_ok())
+        .unwrap_or_else(|| {
+            let by = if times == 1 {
+                String::new()
+            } else {
+                format!(" for each of {times} members")
+            };
+            fatal(format!(
+                "{call}: {count} elements of {} bytes{by} are more bytes than an address space holds",
+                T::SIZE
+            ))
+        })
 }
 
 /// `len` bytes at `ptr`, as elements.
@@ -200,9 +237,13 @@ pub(crate) unsafe fn broadcast<T: Plain>(
     root: i32,
     root_keeps: bool,
 ) -> i32 {
-    over(call, scope, async move |p, g| {
+    let desc = Desc {
+        root: u32::try_from(root).ok(),
+        ..counted(call, nelems)
+    };
+    over(call, scope, desc, async move |p, g| {
         let root = root_of(call, &g, root);
-        let bytes = nelems * T::SIZE;
+        let bytes = byte_count::<T>(call, nelems, 1);
         let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
         if let (Some(d), true) = (direct, nelems > 0) {
             return d.broadcast(root, bytes, root_keeps).await;
@@ -246,13 +287,15 @@ pub(crate) unsafe fn fcollect<T: Plain>(
     source: *const T,
     nelems: usize,
 ) -> i32 {
-    over(call, scope, async move |p, g| {
-        let (bytes, all) = (nelems * T::SIZE, nelems * g.nranks() as usize);
+    over(call, scope, counted(call, nelems), async move |p, g| {
+        let bytes = byte_count::<T>(call, nelems, 1);
+        let all_bytes = byte_count::<T>(call, nelems, g.nranks() as usize);
+        let all = all_bytes / T::SIZE;
         let direct = Direct::new(
             p,
             &g,
             call,
-            (dest.cast(), all * T::SIZE),
+            (dest.cast(), all_bytes),
             (source.cast(), bytes),
         );
         if let (Some(d), true) = (direct, nelems > 0) {
@@ -287,19 +330,14 @@ pub(crate) unsafe fn collect<T: Plain>(
     source: *const T,
     nelems: usize,
 ) -> i32 {
-    over(call, scope, async move |p, g| {
+    over(call, scope, Desc::of(call), async move |p, g| {
+        let bytes = byte_count::<T>(call, nelems, 1);
         let cells = g.cells();
         let (here, at) = cells.count();
         // SAFETY: the count cell is symmetric memory of this PE.
         unsafe { here.write_volatile(nelems as i64) };
         let count_at = |i: u32| p.near().and_then(|n| n.at(g.pe_of(i), cells.window, at, 8));
-        let direct = Direct::new(
-            p,
-            &g,
-            call,
-            (dest.cast(), 0),
-            (source.cast(), nelems * T::SIZE),
-        );
+        let direct = Direct::new(p, &g, call, (dest.cast(), 0), (source.cast(), bytes));
         if let (Some(d), true) = (direct, (0..g.nranks()).all(|i| count_at(i).is_some())) {
             let count_of = |i: u32| {
                 let cell = count_at(i).unwrap_or(here.cast());
@@ -322,8 +360,17 @@ pub(crate) unsafe fn collect<T: Plain>(
             let b = pld_proto::collective::Group::get(&g, i, cells.window, at, 8).await?;
             counts.push(i64::from_le_bytes(b[..8].try_into().unwrap_or_default()));
         }
-        let total: i64 = counts.iter().sum();
-        if total <= 0 {
+        // Each member's count, as it wrote it; their sum must fit `dest`.
+        let total = counts
+            .iter()
+            .try_fold(0usize, |t, &c| t.checked_add(usize::try_from(c).ok()?))
+            .unwrap_or_else(|| {
+                fatal(format!(
+                    "{call}: the members' counts {counts:?} do not add up to a size"
+                ))
+            });
+        byte_count::<T>(call, total, 1);
+        if total == 0 {
             // Nothing moves (every member saw the same counts); the
             // barrier keeps the count cell until all have read it.
             g.barrier().await?;
@@ -334,7 +381,7 @@ pub(crate) unsafe fn collect<T: Plain>(
         // The matrix all_to_all_v takes: every member sends its part to all.
         let m: Vec<i64> = (0..n * n).map(|k| counts[k / n]).collect();
         let send = vec![x; n];
-        let s = scratch(p, call, dest, total.max(0) as usize);
+        let s = scratch(p, call, dest, total);
         coll::all_to_all_v_with(&g, &s, &send, &m)
             .await
             .map_err(flatten)?;
@@ -357,9 +404,9 @@ pub(crate) unsafe fn alltoall<T: Plain>(
     source: *const T,
     nelems: usize,
 ) -> i32 {
-    over(call, scope, async move |p, g| {
-        let all = nelems * g.nranks() as usize;
-        let bytes = all * T::SIZE;
+    over(call, scope, counted(call, nelems), async move |p, g| {
+        let bytes = byte_count::<T>(call, nelems, g.nranks() as usize);
+        let all = bytes / T::SIZE;
         let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
         if let (Some(d), true) = (direct, nelems > 0) {
             return d.alltoall(nelems * T::SIZE).await;
@@ -400,11 +447,30 @@ pub(crate) unsafe fn alltoalls<T: Plain>(
         ));
     }
     let (dst, sst) = (dst as usize, sst as usize);
-    over(call, scope, async move |p, g| {
+    let desc = Desc {
+        strides: Some((dst as u64, sst as u64)),
+        ..counted(call, nelems)
+    };
+    over(call, scope, desc, async move |p, g| {
         g.barrier().await?;
         let n = g.nranks() as usize;
         if nelems > 0 {
-            let span = ((n * nelems - 1) * dst + 1) as u64 * T::SIZE as u64;
+            // Every member's block, strided, on both sides.
+            let span = |stride: usize| {
+                nelems
+                    .checked_mul(n)
+                    .and_then(|e| (e - 1).checked_mul(stride))
+                    .and_then(|e| e.checked_add(1))
+                    .and_then(|e| e.checked_mul(T::SIZE))
+                    .filter(|&b| isize::try_from(b).is_ok())
+                    .unwrap_or_else(|| {
+                        fatal(format!(
+                            "{call}: {nelems} elements per member at a stride of {stride} span more bytes than an address space holds"
+                        ))
+                    })
+            };
+            span(sst);
+            let span = span(dst) as u64;
             let (win, base) = p.locate(call, dest.cast(), span);
             let me = g.rank() as usize;
             for j in 0..n {
@@ -433,8 +499,8 @@ pub(crate) unsafe fn reduce<T: Plain>(
     nreduce: usize,
     fold: &dyn Fold<T>,
 ) -> i32 {
-    over(call, scope, async move |p, g| {
-        let bytes = nreduce * T::SIZE;
+    over(call, scope, counted(call, nreduce), async move |p, g| {
+        let bytes = byte_count::<T>(call, nreduce, 1);
         let direct = Direct::new(p, &g, call, (dest.cast(), bytes), (source.cast(), bytes));
         if let (Some(d), true) = (direct, nreduce > 0) {
             return d.reduce(nreduce, fold).await;
@@ -447,8 +513,8 @@ pub(crate) unsafe fn reduce<T: Plain>(
         // Small: every member's vector in the team's scratch, one round
         // (mesh). Large: the ring, its scratch `dest` (N elements).
         let combine = |a, b| fold.element(a, b);
-        let mesh = nreduce * g.nranks() as usize;
-        let r = match g.scratch_for((mesh * T::SIZE) as u64) {
+        let mesh = bytes.saturating_mul(g.nranks() as usize);
+        let r = match g.scratch_for(mesh as u64) {
             Some(s) => coll::allreduce_by(&g, &s, &x, &combine, Algo::Mesh).await,
             None => {
                 g.barrier().await?;

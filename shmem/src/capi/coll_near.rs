@@ -32,6 +32,12 @@ use pld_server::WindowId;
 /// that pushes copies everything itself).
 pub(crate) const ONE_ROUND_BYTES: usize = 64 << 10;
 
+/// `base + at` as a heap offset; past any heap where that overflows, so
+/// that the bounds check refuses it by name.
+fn offset(base: u64, at: usize) -> u64 {
+    base.saturating_add(at as u64)
+}
+
 /// A collective's buffers, through shared memory.
 pub(crate) struct Direct<'g, 'a> {
     near: &'a Near,
@@ -88,13 +94,13 @@ impl<'g, 'a> Direct<'g, 'a> {
 
     /// `len` bytes at `at` of member `i`'s `source`, in this process.
     fn source_of(&self, i: u32, at: usize, len: usize) -> *const u8 {
-        self.heap_at("source", self.g.pe_of(i), self.source + at as u64, len)
+        self.heap_at("source", self.g.pe_of(i), offset(self.source, at), len)
     }
 
     /// Copies `len` bytes of member `i`'s `source` at `from` to `dest + to`.
     fn pull(&self, i: u32, from: usize, to: usize, len: usize) {
         let src = self.source_of(i, from, len);
-        let dst = self.heap_at("dest", self.me, self.dest + to as u64, len);
+        let dst = self.heap_at("dest", self.me, offset(self.dest, to), len);
         // SAFETY: both ranges lie in live heap mappings (checked above);
         // `copy`, as in place they may be the same bytes.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -104,7 +110,7 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// `i`'s `dest + to`.
     fn push(&self, i: u32, from: usize, to: usize, len: usize) {
         let src = self.source_of(self.g.rank(), from, len);
-        let dst = self.heap_at("dest", self.g.pe_of(i), self.dest + to as u64, len);
+        let dst = self.heap_at("dest", self.g.pe_of(i), offset(self.dest, to), len);
         // SAFETY: both ranges lie in live heap mappings (checked above);
         // `copy`, as in place they may be the same bytes.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -169,7 +175,20 @@ impl<'g, 'a> Direct<'g, 'a> {
         size: usize,
         count_of: impl Fn(u32) -> i64,
     ) -> Result<(), CollError> {
-        let len = |i: u32| count_of(i).max(0) as usize * size;
+        // A member's count was checked against the address space when it
+        // entered; their sums are checked here.
+        let len = |i: u32| {
+            usize::try_from(count_of(i))
+                .unwrap_or(0)
+                .saturating_mul(size)
+        };
+        let sum = |r: std::ops::Range<u32>| {
+            r.map(len)
+                .try_fold(0usize, usize::checked_add)
+                .unwrap_or_else(|| {
+                    fatal("collect: the members' counts add up to more bytes than an address space holds")
+                })
+        };
         match self.g.flags() {
             Some(f) => {
                 // Every count is published (a member writes its next one
@@ -177,8 +196,8 @@ impl<'g, 'a> Direct<'g, 'a> {
                 f.signal_all();
                 self.g.take(&f, None).await?;
                 let me = self.g.rank();
-                let at: usize = (0..me).map(len).sum();
-                let total: usize = at + (me..self.g.nranks()).map(len).sum::<usize>();
+                let at = sum(0..me);
+                let total = sum(0..self.g.nranks());
                 if total <= ONE_ROUND_BYTES {
                     let mine = len(me);
                     for i in (0..self.g.nranks()).filter(|i| *i != me) {
@@ -193,6 +212,7 @@ impl<'g, 'a> Direct<'g, 'a> {
         }
         // Large, or no flag cells: each member pulls every part; the
         // barrier keeps each `source` and count until all have read them.
+        sum(0..self.g.nranks());
         let mut at = 0;
         for i in 0..self.g.nranks() {
             self.pull(i, 0, at, len(i));

@@ -129,39 +129,61 @@ pub unsafe fn g<T: Copy>(call: &'static str, source: *const T, pe_: i32) -> T {
     }
 }
 
+/// The bytes that `nelems` (at least 1) elements of `size` bytes, `stride`
+/// elements apart, span from the first's start to the last's end — or,
+/// where that overflows (an address space holds at most `isize::MAX`
+/// bytes), the PE ends naming the call and its arguments: a wrapped span
+/// would pass the bounds check and write outside it.
+fn strided_span(call: &'static str, side: &str, nelems: usize, stride: usize, size: usize) -> u64 {
+    let span = (nelems - 1)
+        .checked_mul(stride)
+        .and_then(|e| e.checked_add(1))
+        .and_then(|e| e.checked_mul(size))
+        .filter(|&b| isize::try_from(b).is_ok());
+    match span {
+        Some(b) => b as u64,
+        None => crate::pe::fatal(format!(
+            "{call}: {nelems} elements of {size} bytes at a {side} stride of {stride} span more bytes than an address space holds"
+        )),
+    }
+}
+
+/// A stride as OpenSHMEM gives it (`ptrdiff_t`, in elements): positive.
+fn positive(call: &'static str, side: &str, stride: isize) -> usize {
+    match usize::try_from(stride) {
+        Ok(0) => crate::pe::fatal(format!(
+            "{call}: {side} stride 0 (each element would land on the same place)"
+        )),
+        Ok(s) => s,
+        Err(_) => crate::pe::fatal(format!("{call}: {side} stride {stride} is not positive")),
+    }
+}
+
 /// A strided side: `stride` elements of `size` bytes between consecutive
 /// elements. pld's regions are 2-D: `nelems` rows of one element each,
-/// `stride` elements apart.
-fn region(size: usize, stride: isize, nelems: usize, call: &'static str) -> (Transfer, Dtype) {
+/// `stride` elements apart. The caller has checked the span
+/// ([`strided_span`]), so no figure here overflows.
+fn region(size: usize, stride: usize, nelems: usize) -> Transfer {
     let dtype = match size {
         1 => Dtype::Int8,
         2 => Dtype::Int16,
         4 => Dtype::Int32,
         _ => Dtype::Int64,
     };
-    let per = size / dtype.size();
-    let Ok(stride) = u64::try_from(stride) else {
-        crate::pe::fatal(format!("{call}: stride {stride} is not positive"));
-    };
-    if stride == 0 {
-        crate::pe::fatal(format!(
-            "{call}: stride 0 (each element would land on the same place)"
-        ));
-    }
+    let per = (size / dtype.size()) as u64;
     let layout = |s: u64| Layout {
         offset: 0,
-        row_stride: s * per as u64,
+        row_stride: s.saturating_mul(per),
     };
-    let t = Transfer {
+    Transfer {
         dtype,
         shape: Shape {
             rows: nelems as u64,
-            cols: per as u64,
+            cols: per,
         },
         src: layout(1),
-        dst: layout(stride),
-    };
-    (t, dtype)
+        dst: layout(stride as u64),
+    }
 }
 
 /// A strided target's offset in elements: its address must be aligned to
@@ -197,21 +219,24 @@ pub unsafe fn iput(
     if nelems == 0 {
         return;
     }
-    let (mut t, _) = region(size, dst, nelems, call);
-    let span = ((nelems - 1) as u64 * t.dst.row_stride + t.shape.cols) * t.dtype.size() as u64;
+    let dst = positive(call, "destination", dst);
+    let sst = positive(call, "source", sst);
+    let span = strided_span(call, "destination", nelems, dst, size);
+    // The source is this process's memory: the caller's, but its span
+    // must not wrap either.
+    strided_span(call, "source", nelems, sst, size);
+    let mut t = region(size, dst, nelems);
     let (win, off) = p.locate(call, dest, span);
     // Packed locally: the source's stride is ours to gather.
-    let sst = usize::try_from(sst).unwrap_or_else(|_| {
-        crate::pe::fatal(format!("{call}: source stride {sst} is not positive"))
-    });
     let mut packed = Vec::with_capacity(nelems * size);
     for i in 0..nelems {
-        // SAFETY: the caller's contract: element i lies at i * sst.
+        // SAFETY: the caller's contract: element i lies at i * sst, which
+        // strided_span checked does not overflow.
         let e = unsafe { std::slice::from_raw_parts(source.add(i * sst * size), size) };
         packed.extend_from_slice(e);
     }
     if let Some(to) = p.near().and_then(|n| n.at(peer, win, off, span)) {
-        let step = usize::try_from(dst).unwrap_or(0) * size;
+        let step = dst * size;
         for (i, e) in packed.chunks_exact(size).enumerate() {
             // SAFETY: element i of the destination lies at i * step inside
             // the span `at` checked.
@@ -251,19 +276,22 @@ pub unsafe fn iget(
     if nelems == 0 {
         return;
     }
-    let (t0, _) = region(size, sst, nelems, call);
+    let sst = positive(call, "source", sst);
+    let dst = positive(call, "destination", dst);
+    let span = strided_span(call, "source", nelems, sst, size);
+    strided_span(call, "destination", nelems, dst, size);
+    let t0 = region(size, sst, nelems);
     // The remote side is the source: swap the layouts.
     let mut t = Transfer {
         src: t0.dst,
         dst: t0.src,
         ..t0
     };
-    let span = ((nelems - 1) as u64 * t.src.row_stride + t.shape.cols) * t.dtype.size() as u64;
     let (win, off) = p.locate(call, source, span);
     t.src.offset = element_offset(call, off, t.dtype);
     let mut packed = vec![0u8; nelems * size];
     if let Some(from) = p.near().and_then(|n| n.at(peer, win, off, span)) {
-        let step = usize::try_from(sst).unwrap_or(0) * size;
+        let step = sst * size;
         for (i, e) in packed.chunks_exact_mut(size).enumerate() {
             // SAFETY: element i of the source lies at i * step inside the
             // span `at` checked.
@@ -276,9 +304,6 @@ pub unsafe fn iget(
                 .get_region(peer, win, &t, &mut packed, Chunking::default()),
         );
     }
-    let dst = usize::try_from(dst).unwrap_or_else(|_| {
-        crate::pe::fatal(format!("{call}: destination stride {dst} is not positive"))
-    });
     for (i, e) in packed.chunks_exact(size).enumerate() {
         // SAFETY: the caller's contract: element i lies at i * dst.
         unsafe { std::ptr::copy_nonoverlapping(e.as_ptr(), dest.add(i * dst * size), size) };

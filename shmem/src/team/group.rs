@@ -3,10 +3,10 @@
 //! team order, with puts queued on pld's links and the team's barrier —
 //! a quiet, then the dissemination barrier over its sync cells.
 
-use super::Team;
 use super::flags::{Flags, Unheard};
 use super::mailbox::Mailbox;
 use super::sync::{Cells, SyncArea, SyncError};
+use super::{CallCell, Team};
 use crate::pe::Pe;
 use pld_proto::bytes::Bytes;
 use pld_proto::collective::{self as coll, Algo, Group, Scratch};
@@ -48,6 +48,8 @@ pub(crate) struct Members<'a> {
     scratch: Option<Scratch<WindowId>>,
     /// A team's mailbox (an active set has none).
     mailbox: Option<&'a Mailbox>,
+    /// Where this PE describes its calls under `--checked`.
+    call: CallCell,
 }
 
 impl<'a> Members<'a> {
@@ -62,6 +64,7 @@ impl<'a> Members<'a> {
             world: is_world(pe, &team.members),
             scratch: Some(team.scratch),
             mailbox: Some(&team.mailbox),
+            call: team.call,
         }
     }
 
@@ -83,7 +86,18 @@ impl<'a> Members<'a> {
             world: is_world(pe, members),
             scratch: None,
             mailbox: None,
+            call: CallCell::at(pe, crate::pe::ACTIVE_CALL),
         }
+    }
+
+    /// What errors call the team or active set.
+    pub(crate) fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Where this PE describes its collective calls (`agree`).
+    pub(crate) fn call_cell(&self) -> CallCell {
+        self.call
     }
 
     /// The global PE of member `i`.

@@ -10,6 +10,7 @@
 //! masks), so two teams that share a PE never share cells; teams with no
 //! PE in common may share a slot.
 
+pub(crate) mod agree;
 pub(crate) mod flags;
 pub(crate) mod group;
 pub(crate) mod mailbox;
@@ -24,12 +25,16 @@ use std::sync::{Arc, Mutex};
 use sync::{Cells, SyncArea};
 
 /// Bytes of one team slot in the reserved heap bytes: its sync cells,
-/// its mailbox, then its scratch.
+/// its mailbox, its call cell (`agree`), then its scratch.
 pub(crate) const SLOT_BYTES: u64 = 16 << 10;
 /// The bytes of a slot that hold its sync cells.
 const CELL_BYTES: u64 = 1024;
 /// The bytes of a slot that hold its mailbox.
-const MAILBOX_BYTES: u64 = 7 << 10;
+const MAILBOX_BYTES: u64 = (7 << 10) - agree::CALL_BYTES as u64;
+/// Where in a slot its call cell is.
+const CALL_AT: u64 = CELL_BYTES + MAILBOX_BYTES;
+/// Where in a slot its scratch is.
+const SCRATCH_AT: u64 = CALL_AT + agree::CALL_BYTES as u64;
 /// How many teams a PE can belong to at once (world and shared included).
 pub(crate) const SLOTS: u32 = (TEAM_BYTES / SLOT_BYTES) as u32;
 const _: () = assert!(sync::SYNC_CELLS * 8 <= CELL_BYTES && SLOTS <= 64);
@@ -60,6 +65,31 @@ pub(crate) struct Team {
     pub scratch: Scratch<WindowId>,
     /// Where a small reduction through shared memory pushes `source`.
     pub mailbox: Mailbox,
+    /// Where this PE describes its collective calls under `--checked`.
+    pub call: CallCell,
+}
+
+/// Where a member keeps the description of its current collective call,
+/// for the others to read (`agree`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallCell {
+    /// The heap window.
+    pub window: WindowId,
+    /// Its offset, the same on every member.
+    pub offset: u64,
+    /// Its address here.
+    pub local: usize,
+}
+
+impl CallCell {
+    /// The cell at heap offset `offset` of this PE.
+    pub(crate) fn at(p: &Pe, offset: u64) -> CallCell {
+        CallCell {
+            window: p.heap_window(),
+            offset,
+            local: p.heap_base() + offset as usize,
+        }
+    }
 }
 
 impl Team {
@@ -83,12 +113,13 @@ impl Team {
         let mailbox = Mailbox::new(offset + CELL_BYTES, MAILBOX_BYTES);
         let scratch = Scratch {
             window: p.heap_window(),
-            base: offset + CELL_BYTES + MAILBOX_BYTES,
-            bytes: SLOT_BYTES - CELL_BYTES - MAILBOX_BYTES,
+            base: offset + SCRATCH_AT,
+            bytes: SLOT_BYTES - SCRATCH_AT,
         };
         Team {
             scratch,
             mailbox,
+            call: CallCell::at(p, offset + CALL_AT),
             id,
             members,
             me,
