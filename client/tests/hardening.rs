@@ -33,6 +33,37 @@ async fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> 
     .ok()
 }
 
+/// Waits (10 s at most) until the daemon's threads are runnable under
+/// half the time over 2 s: never, for a daemon with a spinning thread.
+async fn not_spinning(d: &Daemon, when: &str) {
+    let settle = Instant::now() + Duration::from_secs(10);
+    loop {
+        let share = d.runnable_share(Duration::from_secs(2)).await;
+        if share < 0.5 {
+            return;
+        }
+        assert!(
+            Instant::now() < settle,
+            "the daemon's threads are runnable {:.0} % of the time {when}: it spins",
+            share * 100.0
+        );
+    }
+}
+
+/// `GET /metrics` on `addr`: the answer, or why there was none.
+async fn scrape(addr: &str) -> Result<String, String> {
+    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut body))
+        .await
+        .map_err(|_| "no answer in 10 s".to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
 async fn connect(addr: &str) -> TcpStream {
     TcpStream::connect(addr).await.expect("connect")
 }
@@ -169,23 +200,10 @@ fn running_out_of_file_descriptors_backs_off_instead_of_spinning() {
         for _ in 0..100 {
             held.push(connect(&grpc).await);
         }
-        // Let the accept loop meet the limit, then watch its CPU for 2 s.
-        let settle = Instant::now() + Duration::from_secs(10);
-        loop {
-            let cpu0 = d.cpu_time().expect("cpu time");
-            let t0 = Instant::now();
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            let used = d.cpu_time().expect("cpu time") - cpu0;
-            let share = used.as_secs_f64() / t0.elapsed().as_secs_f64();
-            if share < 0.2 {
-                break;
-            }
-            assert!(
-                Instant::now() < settle,
-                "the daemon burns {:.0} % of a core while out of descriptors",
-                share * 100.0
-            );
-        }
+        // Let the accept loop meet the limit. A loop that backs off is
+        // runnable a small share of the time, one that spins all of it
+        // however loaded the machine (`Daemon::runnable_share`).
+        not_spinning(&d, "while out of descriptors").await;
         assert!(d.alive());
         // Descriptors come back: the daemon serves again.
         drop(held);
@@ -196,6 +214,87 @@ fn running_out_of_file_descriptors_backs_off_instead_of_spinning() {
         assert!(
             log.contains("cannot accept gRPC clients") && log.contains("Too many open files"),
             "the shortage is logged:\n{log}"
+        );
+    });
+}
+
+#[test]
+fn idle_connections_to_the_metrics_port_are_capped_and_lock_out_neither_scrapes_nor_clients() {
+    run(Duration::from_secs(120), async {
+        let peers = loopback_peers(1);
+        let grpc = loopback_peers(1).remove(0);
+        let metrics = loopback_peers(1).remove(0);
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args([
+            "-c",
+            "ulimit -n 128 && exec \"$0\" \"$@\"",
+            pld_tests::daemon_bin().to_str().unwrap(),
+        ])
+        .args(Daemon::args(
+            0,
+            &peers,
+            TransportKind::Tcp,
+            &["--grpc", &grpc, "--metrics", &metrics],
+        ))
+        .env("RUST_LOG", "info");
+        let mut d = Daemon::start(0, cmd);
+        d.wait_ready(Duration::from_secs(30));
+        assert!(scrape(&metrics).await.unwrap().contains("pld_ready"));
+        // More idle connections than the daemon has descriptors for.
+        let mut idle = Vec::new();
+        for _ in 0..400 {
+            idle.push(connect(&metrics).await);
+        }
+        // Meanwhile the daemon does not spin (one window, at once: the
+        // answer deadline would free the descriptors after 5 s), and a
+        // client of the gRPC port gets in without waiting.
+        let share = d.runnable_share(Duration::from_secs(2)).await;
+        assert!(
+            share < 0.5,
+            "the daemon's threads are runnable {:.0} % of the time with 400 idle metrics connections: it spins",
+            share * 100.0
+        );
+        let opts = ClientOptions {
+            wait_ready: Duration::ZERO,
+            ..ClientOptions::default()
+        };
+        let cl = Client::connect_with(&grpc, opts).await.unwrap();
+        let data = cl.window("data").unwrap();
+        cl.put(0, data, 0, b"in").await.unwrap();
+        // All but the cap's were closed at once, not held for the answer
+        // deadline.
+        let mut closed = 0;
+        for s in idle.iter_mut() {
+            if closed_within(s, Duration::from_millis(50)).await.is_some() {
+                closed += 1;
+            }
+        }
+        let cap = pld_daemon::metrics::MAX_CONNECTIONS;
+        assert!(
+            closed >= 400 - cap,
+            "only {closed} of 400 idle connections closed at once"
+        );
+        let mut more = Vec::new();
+        for _ in 0..100 {
+            more.push(connect(&metrics).await);
+        }
+        // Those hold every slot for a second; past it a scrape takes the
+        // oldest one's (a scraper that retries, as Prometheus does at its
+        // next interval, gets in however many idle connections there are).
+        let until = Instant::now() + Duration::from_secs(10);
+        let page = loop {
+            match scrape(&metrics).await {
+                Ok(page) if page.contains("200 OK") => break page,
+                other => assert!(Instant::now() < until, "no scrape answered: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(page.contains("pld_ready{rank=\"0\"} 1"), "{page}");
+        drop((idle, more));
+        let log = d.kill_and_stderr_now();
+        assert!(
+            log.contains("refused a metrics connection"),
+            "the refusals are logged:\n{log}"
         );
     });
 }

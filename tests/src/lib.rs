@@ -84,6 +84,31 @@ pub fn worker_bin() -> PathBuf {
 /// ranks `0..MAX_RANKS`.
 pub const MAX_RANKS: u32 = 32;
 
+/// [`Daemon::runnable_times`] of process `pid`.
+pub fn runnable_times_of(pid: u32) -> std::collections::HashMap<u32, Duration> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        // On a CPU, then waiting for one, in ns; then the timeslices.
+        let ns: Vec<u64> = stat
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        if let [run, wait, ..] = ns[..] {
+            out.insert(tid, Duration::from_nanos(run + wait));
+        }
+    }
+    out
+}
+
 /// The TLS material every test cluster of this process (and of the rank
 /// processes it starts, through `PLD_TEST_TLS_DIR`) uses: one throwaway CA
 /// and certificates for ranks `0..MAX_RANKS`, made on first use in
@@ -362,6 +387,31 @@ impl Daemon {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         Some(Duration::from_millis(ticks * 1000 / hz))
+    }
+
+    /// How long each of the process's threads has been runnable so far —
+    /// on a CPU or waiting in a run queue (`/proc/PID/task/*/schedstat`),
+    /// by thread id.
+    pub fn runnable_times(&self) -> std::collections::HashMap<u32, Duration> {
+        runnable_times_of(self.child.id())
+    }
+
+    /// The share of the wall time over `window` that the process's threads
+    /// were runnable, summed over its threads (1.0: one thread runnable
+    /// throughout). A thread that spins is runnable all the time whether
+    /// the machine lets it run or not, so unlike a CPU-time share this
+    /// tells a spinner (about 1 per spinning thread) from an idle process
+    /// (near 0) on a loaded machine too.
+    pub async fn runnable_share(&self, window: Duration) -> f64 {
+        let (before, t0) = (self.runnable_times(), Instant::now());
+        tokio::time::sleep(window).await;
+        let after = self.runnable_times();
+        let wall = t0.elapsed().as_secs_f64();
+        let busy: f64 = after
+            .iter()
+            .filter_map(|(tid, t)| Some(t.saturating_sub(*before.get(tid)?).as_secs_f64()))
+            .sum();
+        busy / wall
     }
 
     /// Sends the process signal `sig` (`libc::SIGSTOP`, `SIGTERM`, ...).

@@ -320,7 +320,7 @@ impl AsyncWrite for ClientConn {
 
 /// Whether an accept error means the process (or the system) is out of
 /// descriptors or memory: retrying at once would only spin.
-fn exhausted(e: &io::Error) -> bool {
+pub(crate) fn exhausted(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)

@@ -23,6 +23,7 @@ mod stream;
 
 pub use drain::GRACE as DRAIN_GRACE;
 pub use error::Error;
+pub(crate) use incoming::exhausted;
 pub use metrics::GrpcMetrics;
 
 use pld_grpc::pld_server::PldServer;

@@ -2,19 +2,19 @@
 //! Prometheus text format (version 0.0.4), served over plain HTTP/1.1 at
 //! `/metrics`.
 //!
-//! The server is a few lines over tokio: it reads one request head, answers
-//! and closes — enough for a Prometheus scraper or `curl`, with no HTTP
-//! framework in the daemon.
+//! The server ([`http`]) is a few lines over tokio: it reads one request
+//! head, answers and closes — enough for a Prometheus scraper or `curl`,
+//! with no HTTP framework in the daemon.
+
+mod http;
+
+pub use http::{MAX_CONNECTIONS, serve};
 
 use crate::grpc::GrpcMetrics;
 use pld_server::Rank;
 use pld_server::stats::{HistogramSnapshot, LATENCY_BUCKETS_US};
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// What the endpoint reports: the rank once the mesh is up, and the
 /// client plane's figures if it runs.
@@ -255,87 +255,4 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &HistogramSnapshot) 
     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count());
     let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_ns as f64 / 1e9);
     let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count());
-}
-
-/// Binds `addr` and serves `/metrics` until the task is dropped.
-pub async fn serve(
-    addr: SocketAddr,
-    sources: Arc<Sources>,
-) -> pld_server::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|e| pld_server::Error::io(format!("cannot bind the metrics port {addr}"), e))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| pld_server::Error::io("metrics local address", e))?;
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else {
-                continue;
-            };
-            let sources = sources.clone();
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(5), answer(conn, &sources)).await;
-            });
-        }
-    });
-    Ok((local, task))
-}
-
-/// Reads one request head (at most 8 KiB) and answers it.
-async fn answer(mut conn: tokio::net::TcpStream, sources: &Sources) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = conn.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-        if head.len() > 8192 {
-            return respond(
-                &mut conn,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                "",
-            )
-            .await;
-        }
-    }
-    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split(' ');
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
-    match (method, path) {
-        ("GET", "/metrics" | "/") => {
-            let body = render(sources);
-            respond(&mut conn, "200 OK", "text/plain; version=0.0.4", &body).await
-        }
-        ("GET", _) => respond(&mut conn, "404 Not Found", "text/plain", "try /metrics\n").await,
-        _ => {
-            respond(
-                &mut conn,
-                "405 Method Not Allowed",
-                "text/plain",
-                "GET only\n",
-            )
-            .await
-        }
-    }
-}
-
-async fn respond(
-    conn: &mut tokio::net::TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &str,
-) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes()).await?;
-    conn.write_all(body.as_bytes()).await?;
-    conn.shutdown().await
 }
