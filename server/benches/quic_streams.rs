@@ -38,7 +38,8 @@ where
     F: FnOnce(quinn::Connection) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let s = TransportSettings::default();
+    // Room for a stream per op in flight (a link itself uses one).
+    let s = TransportSettings::default().with_streams(256);
     let port = free_loopback_port().expect("port");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();

@@ -26,6 +26,7 @@ mod peer;
 pub mod private;
 mod rank;
 pub mod ratelog;
+pub mod rlimit;
 pub mod stats;
 pub mod tls;
 pub mod trace;

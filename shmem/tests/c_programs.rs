@@ -735,3 +735,30 @@ fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagree
         "{out}"
     );
 }
+
+#[test]
+fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_starts() {
+    let started = std::time::Instant::now();
+    let o = Command::new(OSHRUN)
+        .args(["-np", "100000", "/bin/true"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("pld-oshrun: error: -np 100000: 100000 PEs on this host would hold about"),
+        "{out}"
+    );
+    assert!(out.contains("(MemAvailable); at most "), "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{out}");
+    // An unknown flag is a flag the launcher does not know, not a program
+    // it cannot find.
+    let o = Command::new(OSHRUN)
+        .args(["--np-typo", "2", "/bin/true"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("unexpected argument '--np-typo'"), "{out}");
+    assert!(!out.contains("cannot start"), "{out}");
+}

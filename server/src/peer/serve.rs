@@ -95,7 +95,9 @@ async fn serve(state: Arc<RankState>, est: Established) {
     let _e = span.enter();
     tracing::debug!(%remote, "peer connected");
     drop(_e);
-    let mut out = Replies::with_capacity(64 * 1024);
+    // Grows as replies need: an idle link (a job holds one to every
+    // peer) keeps a small buffer.
+    let mut out = Replies::with_capacity(4 * 1024);
     let reason = loop {
         // A plain put or atomic add whole in the buffer (the common small
         // ops) is applied straight from its fields; everything else takes

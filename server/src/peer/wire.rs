@@ -10,8 +10,12 @@ use pld_proto::v1::Header;
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// How much free buffer a read asks the socket to fill, at least.
+/// How much free buffer a read asks the socket to fill, at most.
 const READ_CHUNK: usize = 64 * 1024;
+/// ... and at first: a link that carries only small ops (or nothing:
+/// every PE of a job holds a link to every other) keeps a small buffer;
+/// one whose reads fill the buffer doubles it, up to [`READ_CHUNK`].
+const READ_FIRST: usize = 4 * 1024;
 
 /// Why a peer stream stopped producing frames.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +48,10 @@ pub(crate) struct FrameReader {
     /// [`FrameReader::woke_a_task`]): the next [`FrameReader::fill`]
     /// yields first.
     yield_first: bool,
+    /// How much free buffer the next read asks for: [`READ_FIRST`],
+    /// doubled after each read that fills what it asked, up to
+    /// [`READ_CHUNK`].
+    want: usize,
 }
 
 impl FrameReader {
@@ -55,11 +63,12 @@ impl FrameReader {
     pub fn new(io: PeerReader, decoder: Decoder) -> Self {
         FrameReader {
             io,
-            buf: BytesMut::with_capacity(READ_CHUNK),
+            buf: BytesMut::with_capacity(READ_FIRST),
             decoder,
             owed: 0,
             taken: 0,
             yield_first: false,
+            want: READ_FIRST,
         }
     }
 
@@ -221,13 +230,19 @@ impl FrameReader {
         if std::mem::take(&mut self.yield_first) {
             tokio::task::yield_now().await;
         }
-        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
-            self.buf.reserve(READ_CHUNK);
+        if self.buf.capacity() - self.buf.len() < self.want / 4 {
+            self.buf.reserve(self.want);
         }
+        let spare = self.buf.capacity() - self.buf.len();
         match self.io.read_buf(&mut self.buf).await? {
             0 if self.buf.is_empty() => Err(ReadError::Closed),
             0 => Err(ReadError::Truncated),
-            _ => Ok(()),
+            n => {
+                if n == spare {
+                    self.want = (self.want * 2).min(READ_CHUNK);
+                }
+                Ok(())
+            }
         }
     }
 

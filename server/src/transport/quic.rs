@@ -37,6 +37,11 @@ pub struct TransportSettings {
     /// at a time: on loopback the probes of every connection made a
     /// 64-rank cluster take many seconds to form (docs/PERFORMANCE.md).
     pub known_mtu: Option<u16>,
+    /// How many bidirectional streams a peer may have open at once. A
+    /// link uses one; quinn keeps state for every stream a peer may open,
+    /// eagerly, in every connection (256 each way cost 25 KiB a
+    /// connection, and a job of N PEs holds N - 1 of them per PE).
+    pub streams: u32,
 }
 
 impl TransportSettings {
@@ -49,7 +54,15 @@ impl TransportSettings {
             security: Security::Insecure,
             segmentation_offload: true,
             known_mtu: None,
+            streams: LINK_STREAMS,
         }
+    }
+
+    /// These settings with room for `streams` bidirectional streams at
+    /// once (the stream-per-op benchmark opens one per op in flight).
+    pub fn with_streams(mut self, streams: u32) -> Self {
+        self.streams = streams;
+        self
     }
 
     /// These settings with `progress`.
@@ -87,11 +100,10 @@ impl Default for TransportSettings {
 
 fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     let mut t = TransportConfig::default();
-    // One request stream per connection today; headroom for the barrier's
-    // streams and for stream-per-op comparisons, instead of quinn's 100/100
-    // default that makes open_bi wait silently.
-    t.max_concurrent_bidi_streams(VarInt::from_u32(256));
-    t.max_concurrent_uni_streams(VarInt::from_u32(256));
+    // One request stream per connection, and no unidirectional ones:
+    // quinn's 100/100 default holds state for 200 streams no link opens.
+    t.max_concurrent_bidi_streams(VarInt::from_u32(s.streams));
+    t.max_concurrent_uni_streams(VarInt::from_u32(0));
     // quinn's 1.25 MB stream window would stall pipelined frames: allow
     // many whole frames per stream and more per connection.
     t.stream_receive_window(VarInt::from_u32(16 << 20));
@@ -136,6 +148,10 @@ fn transport_config(s: &TransportSettings) -> Result<Arc<TransportConfig>> {
     t.congestion_controller_factory(Arc::new(cc));
     Ok(Arc::new(t))
 }
+
+/// The bidirectional streams a link may have open at once: the one it
+/// uses, and room for its replacement while a reconnect overlaps.
+pub const LINK_STREAMS: u32 = 4;
 
 /// The largest UDP payload QUIC may receive.
 const MAX_UDP_PAYLOAD: u16 = 65_527;

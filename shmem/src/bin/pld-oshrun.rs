@@ -50,7 +50,9 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
     /// The program and its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    /// (An unknown flag before it is refused as one, not run as the
+    /// program: a program whose name starts with '-' is `./-name`.)
+    #[arg(trailing_var_arg = true, required = true)]
     program: Vec<String>,
 }
 

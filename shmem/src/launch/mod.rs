@@ -6,6 +6,7 @@
 //! before they are killed; a launcher killed outright takes its PEs with
 //! it ([`signals`]).
 
+mod limits;
 mod signals;
 
 use anyhow::Context;
@@ -59,6 +60,8 @@ fn code(s: std::process::ExitStatus) -> i32 {
 /// Runs the job; returns the exit status the launcher exits with.
 pub fn run(job: &Job) -> anyhow::Result<i32> {
     anyhow::ensure!(job.npes >= 1, "-np must be at least 1");
+    limits::check(job.npes, &job.transport)?;
+    let connect_timeout = limits::connect_timeout(job.npes, &job.transport);
     let (program, args) = job.program.split_first().context("no program to run")?;
     // Before any thread starts, so that each inherits the blocked mask.
     let (tx, rx) = mpsc::channel();
@@ -95,6 +98,10 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
             .env("PLD_SHMEM_CONTROL", write_end.to_string());
         if let Some(t) = job.timeout {
             cmd.env("PLD_SYNC_TIMEOUT", format!("{}ms", t.as_millis()));
+        }
+        if std::env::var_os("PLD_CONNECT_TIMEOUT").is_none() {
+            let ms = connect_timeout.as_millis();
+            cmd.env("PLD_CONNECT_TIMEOUT", format!("{ms}ms"));
         }
         if job.trace.is_some() {
             cmd.env("PLD_TRACE", dir.join(format!("trace-{rank}.json")));

@@ -229,7 +229,7 @@ fn certs(
 
 async fn serve(args: RunArgs) -> anyhow::Result<()> {
     args.check_combinations()?;
-    raise_open_file_limit();
+    pld_server::rlimit::raise_open_files();
     let grpc_opts = args.grpc()?;
     let metrics_addr = args.metrics;
     let trace_file = args.trace.clone();
@@ -325,28 +325,6 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
         t0.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-/// Raises the soft limit on open files to the hard limit, as most servers
-/// do: the default soft limit (often 1024) is what a few hundred clients
-/// and peers exhaust; the client plane's connection cap stays the bound.
-fn raise_open_file_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
-        || lim.rlim_cur >= lim.rlim_max
-    {
-        return;
-    }
-    let (from, to) = (lim.rlim_cur, lim.rlim_max);
-    lim.rlim_cur = lim.rlim_max;
-    // SAFETY: setrlimit reads one rlimit from the struct we own.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
-        tracing::debug!("open-file limit raised from {from} to {to}");
-    }
 }
 
 /// Stops a background task when the daemon returns.
