@@ -102,6 +102,19 @@ impl AccessKind {
         !same_family
     }
 
+    /// What a notify of a signal cell (or put_signal's signal) is to the
+    /// cell: an atomic add, or an atomic write (set). It races with a
+    /// plain load, store, put or get of the cell that nothing orders with
+    /// it — a reader that does not wait for the notify — and with no
+    /// other atomic.
+    pub const fn of_notify(op: crate::NotifyOp) -> Option<AccessKind> {
+        match op {
+            crate::NotifyOp::AtomicAdd => Some(AccessKind::AtomicAdd),
+            crate::NotifyOp::Set => Some(AccessKind::Atomic),
+            crate::NotifyOp::Unspecified => None,
+        }
+    }
+
     /// The verb a report uses ("rank 1 remote_loaded ...").
     pub fn verb(self) -> &'static str {
         match self {

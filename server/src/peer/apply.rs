@@ -244,9 +244,18 @@ fn apply_to_window(
                 _ => return Err(AccessError::InvalidNotifyOp { value: r.op }),
             };
             match state.checked() {
-                Some(c) => c.notify(r.window, r.offset, at.1, op, r.value, || {
-                    w.notify(r.offset, op, r.value)
-                })?,
+                Some(c) => {
+                    // The cell's bytes, as the atomic the notify is: a
+                    // reader of the cell that no wait orders after it
+                    // races with it.
+                    let rows = w.check_contiguous(r.offset, 4)?;
+                    if let Some(kind) = AccessKind::of_notify(op) {
+                        check(r.window, &rows, kind)?;
+                    }
+                    c.notify(r.window, r.offset, at.1, op, r.value, || {
+                        w.notify(r.offset, op, r.value)
+                    })?
+                }
                 None => w.notify(r.offset, op, r.value)?,
             };
             Ok(Outcome::Ack)
@@ -287,7 +296,13 @@ fn apply_to_window(
             // sees it sees the bytes.
             let signal = || sw.signal64(r.signal_offset, op, r.signal);
             match state.checked() {
-                Some(c) => c.atomic(r.signal_window, r.signal_offset, at.1, signal)?.0,
+                Some(c) => {
+                    let rows = sw.check_contiguous(r.signal_offset, 8)?;
+                    if let Some(kind) = AccessKind::of_notify(op) {
+                        check(r.signal_window, &rows, kind)?;
+                    }
+                    c.atomic(r.signal_window, r.signal_offset, at.1, signal)?.0
+                }
                 None => signal()?,
             };
             Ok(Outcome::Ack)

@@ -52,6 +52,29 @@ impl Rank {
         })
     }
 
+    /// This rank's own notify of its signal cell at `offset`: recorded as
+    /// the atomic it is (without forgetting the notifies before it, as a
+    /// store would: it is one of them).
+    pub(super) fn check_local_notify(
+        &self,
+        op: OpKind,
+        win: WindowId,
+        offset: u64,
+        notify: pld_proto::NotifyOp,
+    ) -> Result<()> {
+        let (Some(c), Some(kind)) = (self.state.checked(), AccessKind::of_notify(notify)) else {
+            return Ok(());
+        };
+        let cell = offset..offset + 4;
+        let result = c.access(win.0, std::slice::from_ref(&cell), kind, None);
+        self.state.stats().set_checked(c.counters());
+        result.map_err(|report| Error::Access {
+            op,
+            rank: self.rank(),
+            error: AccessError::Race { report },
+        })
+    }
+
     /// This rank's own fetching atomic on its cell: recorded, and applied
     /// under the detector's lock (a release, then an acquire of the cell).
     pub(super) fn local_atomic(

@@ -349,7 +349,10 @@ impl Rank {
             Target::Local => {
                 let apply = || w.notify(offset, notify, value);
                 let r = match self.state.checked() {
-                    Some(c) => c.notify(win.0, offset, None, notify, value, apply),
+                    Some(c) => {
+                        self.check_local_notify(op, win, offset, notify)?;
+                        c.notify(win.0, offset, None, notify, value, apply)
+                    }
                     None => apply(),
                 };
                 self.local_op(op, peer, r)

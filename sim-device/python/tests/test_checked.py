@@ -46,6 +46,8 @@ x = np.arange(P * 64, dtype=np.float32).reshape(P, 1, 64)
 y = np.zeros_like(x)
 cfg = RunConfig(platform="a2a3sim", distributed_config=DistributedConfig(device_ids=list(range(P))))
 ring.compile(x, y, config=cfg)(x, y, config=cfg)
+want = np.stack([x[(r + 1) % P] for r in range(P)])
+assert np.array_equal(y, want), f"got {y.tolist()}, want {want.tolist()}"
 print("OK")
 '''
 
