@@ -750,7 +750,10 @@ fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_star
         "{out}"
     );
     assert!(out.contains("(MemAvailable); at most "), "{out}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{out}"
+    );
     // An unknown flag is a flag the launcher does not know, not a program
     // it cannot find.
     let o = Command::new(OSHRUN)

@@ -127,7 +127,10 @@ mod tests {
     #[test]
     fn a_job_that_cannot_fit_is_refused_naming_the_limit() {
         let e = check(100_000, "quic").expect_err("too large").to_string();
-        assert!(e.starts_with("-np 100000: 100000 PEs on this host would hold about"), "{e}");
+        assert!(
+            e.starts_with("-np 100000: 100000 PEs on this host would hold about"),
+            "{e}"
+        );
         assert!(e.contains("PEs fit here"), "{e}");
     }
 
