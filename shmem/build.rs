@@ -333,7 +333,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "set",
             "dest: *mut T, value: T, pe: i32",
             "",
-            "crate::capi::amo::cell_nbi::<T>(\"SYM\", std::ptr::null_mut(), dest, crate::capi::amo::Cell::Set(value), pe)",
+            "crate::capi::amo::cell_nbi::<T>(\"SYM\", dest, crate::capi::amo::Cell::Set(value), pe)",
         ),
         (
             "swap",
@@ -345,13 +345,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "fetch_nbi",
             "fetch: *mut T, source: *const T, pe: i32",
             "",
-            "crate::capi::amo::cell_nbi::<T>(\"SYM\", fetch, source.cast_mut(), crate::capi::amo::Cell::Fetch, pe)",
+            "crate::capi::amo::cell_fetch_nbi::<T>(\"SYM\", fetch, source.cast_mut(), crate::capi::amo::Cell::Fetch, pe)",
         ),
         (
             "swap_nbi",
             "fetch: *mut T, dest: *mut T, value: T, pe: i32",
             "",
-            "crate::capi::amo::cell_nbi::<T>(\"SYM\", fetch, dest, crate::capi::amo::Cell::Swap(value), pe)",
+            "crate::capi::amo::cell_fetch_nbi::<T>(\"SYM\", fetch, dest, crate::capi::amo::Cell::Swap(value), pe)",
         ),
     ];
     let mut bit_ops: Vec<(String, String, String, String)> = Vec::new();
@@ -367,15 +367,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b.into(),
             "dest: *mut T, value: T, pe: i32".into(),
             "".into(),
-            format!(
-                "crate::capi::amo::cell_nbi::<T>(\"SYM\", std::ptr::null_mut(), dest, {bit}, pe)"
-            ),
+            format!("crate::capi::amo::cell_nbi::<T>(\"SYM\", dest, {bit}, pe)"),
         ));
         bit_ops.push((
             format!("fetch_{b}_nbi"),
             "fetch: *mut T, dest: *mut T, value: T, pe: i32".into(),
             "".into(),
-            format!("crate::capi::amo::cell_nbi::<T>(\"SYM\", fetch, dest, {bit}, pe)"),
+            format!("crate::capi::amo::cell_fetch_nbi::<T>(\"SYM\", fetch, dest, {bit}, pe)"),
         ));
     }
     let bit_ops: Vec<(&str, &str, &str, &str)> = bit_ops

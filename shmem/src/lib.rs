@@ -16,7 +16,8 @@
 //! - `pe`: the PE (rank, runtime, spaces);
 //! - `near`: the heaps of the PEs of one host, mapped;
 //! - `capi`: the C entry points;
-//! - `launch`: what `pld-oshrun` does.
+//! - `launch`: what `pld-oshrun` does;
+//! - `say`: one line to stderr in one write.
 
 pub mod addr;
 mod bind;
@@ -27,6 +28,7 @@ pub mod launch;
 mod names;
 mod near;
 mod pe;
+mod say;
 pub mod segment;
 pub mod symbols;
 mod team;

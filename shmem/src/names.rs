@@ -79,7 +79,10 @@ pub(crate) fn report_races(p: &Pe) -> usize {
             None => text,
         };
         let text = openshmem_words(&text);
-        eprintln!("pld-shmem: PE {}: --checked: {text}", p.rank().rank());
+        crate::say::line(format_args!(
+            "pld-shmem: PE {}: --checked: {text}",
+            p.rank().rank()
+        ));
     }
     races.len()
 }

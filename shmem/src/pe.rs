@@ -95,17 +95,32 @@ static FATAL: AtomicBool = AtomicBool::new(false);
 pub(crate) fn fatal(msg: impl std::fmt::Display) -> ! {
     let who = PE.get().map(|p| format!("PE {}", p.rank.rank()));
     let _ = std::io::stdout().flush();
-    eprintln!(
+    crate::say::line(format_args!(
         "pld-shmem: {}: error: {msg}",
         who.as_deref().unwrap_or("PE ?")
-    );
+    ));
     // SAFETY: exit runs the C program's atexit handlers and flushes its
     // stdio, as returning from main would.
     unsafe { libc::exit(1) }
 }
 
-/// The PE, for the call `call`; fatal before `shmem_init`.
+/// The PE, for the call `call`; fatal before `shmem_init`, and after
+/// `shmem_finalize` (which must be the last call: its links are closed),
+/// whichever path the call would take.
 pub(crate) fn pe(call: &'static str) -> &'static Pe {
+    let p = pe_query(call);
+    if p.finalized.load(Ordering::Acquire) && call != "shmem_finalize" {
+        fatal(format!(
+            "{call} called after shmem_finalize, which must be the last OpenSHMEM call"
+        ));
+    }
+    p
+}
+
+/// The PE, for a query of its constants (`shmem_my_pe`, `shmem_n_pes`),
+/// which programs also make after `shmem_finalize`; fatal before
+/// `shmem_init`.
+pub(crate) fn pe_query(call: &'static str) -> &'static Pe {
     match PE.get() {
         Some(p) => p,
         None => fatal(format!("{call} called before shmem_init")),
@@ -326,6 +341,27 @@ impl Pe {
         }
     }
 
+    /// The window and offset of the `size`-byte cell at `ptr` that an
+    /// atomic, a signal or a wait works on: symmetric, and aligned to its
+    /// size — through shared memory it is a CPU atomic, which a misaligned
+    /// address makes undefined (the network path refuses it too); fatal
+    /// otherwise, on either path.
+    pub(crate) fn locate_cell(
+        &self,
+        call: &'static str,
+        ptr: *const u8,
+        size: usize,
+    ) -> (WindowId, u64) {
+        let at = self.locate(call, ptr, size as u64);
+        if size.is_power_of_two() && (ptr as usize) % size != 0 {
+            fatal(format!(
+                "{call}: the {size}-byte variable at {ptr:p} is not aligned to {size} bytes, as an atomic or a wait needs ({})",
+                crate::names::describe(self, ptr)
+            ));
+        }
+        at
+    }
+
     /// [`Pe::locate`] without the fatal end.
     pub(crate) fn try_locate(
         &self,
@@ -479,11 +515,11 @@ impl Pe {
         if let (Some(path), Some(t)) = (&self.trace, self.rank.trace())
             && let Err(e) = std::fs::write(path, t.to_json())
         {
-            eprintln!(
+            crate::say::line(format_args!(
                 "PE {}: could not write its trace to {}: {e}",
                 self.rank.rank(),
                 path.display()
-            );
+            ));
         }
         self.block(self.rank.shutdown());
         if races > 0 {

@@ -114,7 +114,10 @@ fn text(o: &Output) -> String {
 
 /// The built program runs as a job and greets from both PEs.
 fn runs(prog: &Path) {
+    // The library pld-oshcc linked (its RUNPATH), not cargo's test
+    // LD_LIBRARY_PATH's first find.
     let out = Command::new(OSHRUN)
+        .env_remove("LD_LIBRARY_PATH")
         .args(["-np", "2", "--transport", "tcp"])
         .arg(prog)
         .output()

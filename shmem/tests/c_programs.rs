@@ -32,12 +32,22 @@ fn compile(src: &str) -> PathBuf {
     out
 }
 
+/// `pld-oshrun`, its PEs loading the library `pld-oshcc` linked them
+/// with (its RUNPATH: this build's), not the one cargo's
+/// `LD_LIBRARY_PATH` for tests finds first (`target/debug`, which only a
+/// `cargo build` refreshes, and may be an older build).
+fn oshrun_cmd() -> Command {
+    let mut c = Command::new(OSHRUN);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
 fn oshrun(prog: &Path, np: u32, transport: &str, timeout: &str) -> Output {
     oshrun_with(prog, np, &["--transport", transport, "--timeout", timeout])
 }
 
 fn oshrun_with(prog: &Path, np: u32, flags: &[&str]) -> Output {
-    Command::new(OSHRUN)
+    oshrun_cmd()
         .args(["-np", &np.to_string()])
         .args(flags)
         .arg(prog)
@@ -269,7 +279,7 @@ fn global_exit_ends_the_job_with_its_status_and_stops_the_rest() {
     // A failure is never reported as success: the launcher exits with
     // what exit() gives the status (its low 8 bits), as a shell sees it.
     for (status, want) in [(-1, 255), (1, 1), (255, 255), (-2, 254), (300, 44)] {
-        let o = Command::new(OSHRUN)
+        let o = oshrun_cmd()
             .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
             .arg(&prog)
             .arg(status.to_string())
@@ -324,6 +334,7 @@ fn start_by_hand(prog: &Path, np: u32, transport: &str, timeout: &str) -> Vec<st
     (0..np)
         .map(|rank| {
             Command::new(prog)
+                .env_remove("LD_LIBRARY_PATH")
                 .env("PLD_RANK", rank.to_string())
                 .env("PLD_PEERS", peers.join(","))
                 .env("PLD_TLS_DIR", &dir)
@@ -399,7 +410,7 @@ fn a_collective_entered_by_only_some_members_names_the_missing_one_within_the_ti
     for transport in ["quic", "tcp"] {
         for (case, wants) in &cases {
             let started = std::time::Instant::now();
-            let o = Command::new(OSHRUN)
+            let o = oshrun_cmd()
                 .args(["-np", "4", "--transport", transport, "--timeout", "3s"])
                 .arg(&prog)
                 .arg(case)
@@ -525,7 +536,7 @@ impl Drop for Pes {
 /// have said so, their pids and the key directory.
 fn hanging_job(prog: &Path) -> (std::process::Child, Pes, PathBuf) {
     use std::io::BufRead;
-    let mut launcher = Command::new(OSHRUN)
+    let mut launcher = oshrun_cmd()
         .args(["-np", "2", "--transport", "tcp", "--timeout", "600s"])
         .arg(prog)
         .stdout(std::process::Stdio::piped())
@@ -641,7 +652,7 @@ fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
     ];
     for shared in MEMORY {
         for (case, want) in cases {
-            let o = Command::new(OSHRUN)
+            let o = oshrun_cmd()
                 .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
                 .args(["--shared-memory", shared])
                 .arg(&prog)
@@ -660,7 +671,7 @@ fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
         }
     }
     // The put into the reserved bytes says why it is refused.
-    let o = Command::new(OSHRUN)
+    let o = oshrun_cmd()
         .args(["-np", "2", "--transport", "tcp"])
         .arg(&prog)
         .arg("reserved")
@@ -674,7 +685,7 @@ fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
         "{out}"
     );
     // A heap too small for pld's own cells is refused at start, by name.
-    let o = Command::new(OSHRUN)
+    let o = oshrun_cmd()
         .args(["-np", "2", "--transport", "tcp"])
         .arg(&prog)
         .arg("none")
@@ -715,7 +726,7 @@ fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagree
         ),
     ];
     for (case, want) in cases {
-        let o = Command::new(OSHRUN)
+        let o = oshrun_cmd()
             .args(["-np", "3", "--checked", "--timeout", "30s"])
             .arg(&prog)
             .arg(case)
@@ -739,7 +750,7 @@ fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagree
 #[test]
 fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_starts() {
     let started = std::time::Instant::now();
-    let o = Command::new(OSHRUN)
+    let o = oshrun_cmd()
         .args(["-np", "100000", "/bin/true"])
         .output()
         .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
@@ -756,7 +767,7 @@ fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_star
     );
     // An unknown flag is a flag the launcher does not know, not a program
     // it cannot find.
-    let o = Command::new(OSHRUN)
+    let o = oshrun_cmd()
         .args(["--np-typo", "2", "/bin/true"])
         .output()
         .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
@@ -764,4 +775,108 @@ fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_star
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(out.contains("unexpected argument '--np-typo'"), "{out}");
     assert!(!out.contains("cannot start"), "{out}");
+}
+
+#[test]
+fn misaligned_cells_null_fetches_and_calls_after_finalize_are_refused_by_name_on_both_paths() {
+    let prog = compile("tests/c/misuse.c");
+    let cases = [
+        (
+            "misaligned_amo",
+            "shmem_long_atomic_fetch_add: the 8-byte variable at 0x",
+        ),
+        (
+            "misaligned_wait",
+            "shmem_long_wait_until: the 8-byte variable at 0x",
+        ),
+        (
+            "misaligned_test",
+            "shmem_long_test: the 8-byte variable at 0x",
+        ),
+        (
+            "fetch_null",
+            "shmem_long_atomic_fetch_nbi: fetch is a null pointer",
+        ),
+        (
+            "swap_null",
+            "shmem_long_atomic_swap_nbi: fetch is a null pointer",
+        ),
+        (
+            "after_finalize",
+            "shmem_long_p called after shmem_finalize, which must be the last OpenSHMEM call",
+        ),
+    ];
+    for shared in MEMORY {
+        for (case, want) in cases {
+            let o = oshrun_cmd()
+                .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+                .args(["--shared-memory", shared])
+                .arg(&prog)
+                .arg(case)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+            let out = text(&o);
+            let how = format!("{case}, shared memory {shared}");
+            assert_eq!(o.status.code(), Some(1), "{how}: {out}");
+            assert!(out.contains(want), "{how}: want '{want}': {out}");
+            assert!(!out.contains("was not refused"), "{how}: {out}");
+            if case.starts_with("misaligned") {
+                assert!(out.contains("is not aligned to 8 bytes"), "{how}: {out}");
+            }
+            if case == "after_finalize" {
+                assert!(
+                    out.contains("PE 0 of 2 after shmem_finalize"),
+                    "{how}: {out}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn error_lines_of_several_pes_at_once_stay_whole() {
+    // Every PE reports its races at shmem_finalize, after one barrier:
+    // eight processes writing about a hundred lines each to one pipe at
+    // once, three times.
+    // Into a file, as a batch scheduler writes a job's output.
+    let prog = compile("tests/c/many_races.c");
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("many-races.log");
+    for run in 0..3 {
+        let file = std::fs::File::create(&log).unwrap();
+        let status = oshrun_cmd()
+            .args([
+                "-np",
+                "8",
+                "--checked",
+                "--transport",
+                "tcp",
+                "--timeout",
+                "60s",
+            ])
+            .arg(&prog)
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+        let out = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(status.code(), Some(1), "{out}");
+        let reports = out
+            .lines()
+            .filter(|l| l.contains("--checked: race"))
+            .count();
+        // Until the first PE to finish ends the job, at least one PE
+        // reports each pair of its readers and writers.
+        assert!(reports >= 50, "run {run}: {reports} reports: {out}");
+        for l in out.lines().filter(|l| !l.is_empty()) {
+            let whole = (l.starts_with("pld-shmem: PE ") || l.starts_with("pld-oshrun: "))
+                && l.matches("pld-shmem: PE ").count() <= 1;
+            assert!(
+                whole,
+                "run {run}: a line that is not one whole message: {l:?}"
+            );
+            if l.contains("--checked: race") {
+                assert!(l.contains("orders one before the other"), "{l:?}");
+            }
+        }
+    }
 }

@@ -58,6 +58,7 @@ fn the_launcher_neither_uses_nor_follows_a_planted_key_directory() {
         &prog_arg,
     ];
     let out = after_planting(plant, Path::new(OSHRUN), &args)
+        .env_remove("LD_LIBRARY_PATH")
         .env("TMPDIR", tmp.path())
         .env("VICTIM", &victim)
         .env("LOOT", &loot)

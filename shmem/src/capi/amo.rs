@@ -100,7 +100,7 @@ fn cell_at<T>(
 ) -> (&'static crate::pe::Pe, u32, pld_server::WindowId, u64) {
     let p = pe(call);
     let peer = super::ctx::peer(p, call, pe_);
-    let (win, off) = p.locate(call, dest.cast(), size_of::<T>() as u64);
+    let (win, off) = p.locate_cell(call, dest.cast(), size_of::<T>());
     (p, peer, win, off)
 }
 
@@ -117,11 +117,9 @@ fn near<T: Amo>(
     Some(T::from_bits(old))
 }
 
-/// Writes a fetching `_nbi` atomic's old value where the program asked.
+/// Writes a fetching `_nbi` atomic's old value where the program asked
+/// (`null_fetch` refused a null one).
 fn land<T>(fetch: *mut T, v: T) {
-    if fetch.is_null() {
-        crate::pe::fatal("a fetching _nbi atomic was given a null fetch pointer");
-    }
     // SAFETY: the `_nbi` call's contract: `fetch` is valid for a `T`.
     unsafe { fetch.write_unaligned(v) };
 }
@@ -201,6 +199,7 @@ pub unsafe fn compare_swap_nbi<T: Amo>(
     value: T,
     pe_: i32,
 ) {
+    null_fetch(call, fetch);
     let (p, peer, win, off) = cell_at(call, dest, pe_);
     let amo = Near::CompareSwap {
         expected: cond.bits(),
@@ -227,6 +226,7 @@ pub unsafe fn fetch_add_nbi<T: Amo>(
     value: T,
     pe_: i32,
 ) {
+    null_fetch(call, fetch);
     let (p, peer, win, off) = cell_at(call, dest, pe_);
     if let Some(old) = near(p, peer, win, off, Near::FetchAdd(value.bits())) {
         return land(fetch, old);
@@ -255,40 +255,56 @@ pub unsafe fn cell<T: Amo>(call: &'static str, dest: *mut T, op: Cell<T>, pe_: i
     T::from_bits(p.run(call, handle.wait()))
 }
 
-/// A cell op that completes by the next quiet; with a non-null `fetch`, the
-/// old value lands there then.
+/// A cell op that completes by the next quiet (set, and, or, xor).
+///
+/// # Safety
+/// As for [`fetch_add`].
+pub unsafe fn cell_nbi<T: Amo>(call: &'static str, dest: *mut T, op: Cell<T>, pe_: i32) {
+    let (p, peer, win, off) = cell_at(call, dest, pe_);
+    if near::<T>(p, peer, win, off, Near::Cell(op.op(false))).is_some() {
+        return;
+    }
+    let handle = p.run(
+        call,
+        p.rank().cell_op_nb(peer, win, off, T::DTYPE, op.op(false)),
+    );
+    super::ctx::issued(call, handle);
+}
+
+/// A fetching cell op whose old value lands in `*fetch` by the next
+/// quiet; a null `fetch` is refused, never a value silently dropped.
 ///
 /// # Safety
 /// As for [`compare_swap_nbi`].
-pub unsafe fn cell_nbi<T: Amo>(
+pub unsafe fn cell_fetch_nbi<T: Amo>(
     call: &'static str,
     fetch: *mut T,
     dest: *mut T,
     op: Cell<T>,
     pe_: i32,
 ) {
+    null_fetch(call, fetch);
     let (p, peer, win, off) = cell_at(call, dest, pe_);
-    let wants = !fetch.is_null();
-    if let Some(old) = near::<T>(p, peer, win, off, Near::Cell(op.op(wants))) {
-        if wants {
-            land(fetch, old);
-        }
-        return;
+    if let Some(old) = near::<T>(p, peer, win, off, Near::Cell(op.op(true))) {
+        return land(fetch, old);
     }
     let handle = p.run(
         call,
-        p.rank().cell_op_nb(peer, win, off, T::DTYPE, op.op(wants)),
+        p.rank().cell_op_nb(peer, win, off, T::DTYPE, op.op(true)),
     );
-    match wants {
-        true => defer_value::<T>(p, handle, fetch),
-        false => super::ctx::issued(call, handle),
+    defer_value::<T>(p, handle, fetch);
+}
+
+/// Refuses a fetching `_nbi` call's null `fetch`, before anything moves.
+fn null_fetch<T>(call: &'static str, fetch: *mut T) {
+    if fetch.is_null() {
+        crate::pe::fatal(format!(
+            "{call}: fetch is a null pointer (a fetching _nbi atomic leaves its old value there)"
+        ));
     }
 }
 
 fn defer_value<T>(p: &crate::pe::Pe, handle: pld_server::OpHandle<i64>, fetch: *mut T) {
-    if fetch.is_null() {
-        crate::pe::fatal("a fetching _nbi atomic was given a null fetch pointer");
-    }
     super::ctx::defer(
         p,
         Deferred::Value {

@@ -38,7 +38,7 @@ impl Lock {
                 "{call}: the lock at {lock:p} is not 8-byte aligned"
             ));
         }
-        let (window, offset) = p.locate(call, lock.cast(), 8);
+        let (window, offset) = p.locate_cell(call, lock.cast(), 8);
         Lock {
             window,
             offset,

@@ -2,7 +2,7 @@
 //! 1.3-era names existing programs still use.
 
 use crate::heap::MIN_ALIGN;
-use crate::pe::{Pe, fatal, init, pe};
+use crate::pe::{Pe, fatal, init, pe, pe_query};
 use std::ffi::{c_char, c_void};
 
 /// `shmem_init`: starts this PE's rank and connects to the others.
@@ -59,13 +59,13 @@ pub extern "C" fn shmem_global_exit(status: i32) {
 /// `shmem_my_pe`.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_my_pe() -> i32 {
-    pe("shmem_my_pe").rank().rank() as i32
+    pe_query("shmem_my_pe").rank().rank() as i32
 }
 
 /// `shmem_n_pes`.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_n_pes() -> i32 {
-    pe("shmem_n_pes").rank().nranks() as i32
+    pe_query("shmem_n_pes").rank().nranks() as i32
 }
 
 /// `shmem_pe_accessible`: every PE of the job is.
@@ -216,22 +216,33 @@ pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
 /// `shmem_free`: a barrier first (no PE still uses the block), then free.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_free(ptr: *mut c_void) {
+    free("shmem_free", ptr);
+}
+
+/// Frees the block at `ptr` for `call`: a barrier, then free.
+fn free(call: &'static str, ptr: *mut c_void) {
     if ptr.is_null() {
         return;
     }
-    let p = pe("shmem_free");
-    let off = offset_of("shmem_free", p, ptr);
+    let p = pe(call);
+    let off = offset_of(call, p, ptr);
     super::sync::shmem_barrier_all();
     if let Err(e) = p.heap().free(off) {
-        fatal(format!("shmem_free: {e}"));
+        fatal(format!("{call}: {e}"));
     }
 }
 
-/// `shmem_realloc`: a new block holding the old one's bytes.
+/// `shmem_realloc`: a new block holding the old one's bytes. As 1.5
+/// says: a null `ptr` is `shmem_malloc(size)`, and a size of 0 frees the
+/// block and returns NULL.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     if ptr.is_null() {
         return shmem_malloc(size);
+    }
+    if size == 0 {
+        free("shmem_realloc", ptr);
+        return std::ptr::null_mut();
     }
     let p = pe("shmem_realloc");
     let off = offset_of("shmem_realloc", p, ptr);

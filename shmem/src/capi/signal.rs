@@ -37,7 +37,7 @@ pub unsafe fn put_signal(
     let peer = super::ctx::peer(p, call, pe_);
     let op = signal_op(call, sig_op);
     let at = p.locate(call, dest, nbytes as u64);
-    let sig = p.locate(call, sig_addr.cast(), 8);
+    let sig = p.locate_cell(call, sig_addr.cast(), 8);
     // SAFETY: the caller's contract.
     let data = unsafe { std::slice::from_raw_parts(source, nbytes) };
     if let Some(n) = p.near() {
@@ -61,7 +61,7 @@ pub unsafe fn put_signal(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     let p = pe("shmem_signal_fetch");
-    p.locate("shmem_signal_fetch", sig_addr.cast(), 8);
+    p.locate_cell("shmem_signal_fetch", sig_addr.cast(), 8);
     // SAFETY: the caller's contract.
     unsafe { <u64 as super::wait::Watch>::load(sig_addr) }
 }

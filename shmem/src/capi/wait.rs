@@ -86,15 +86,14 @@ fn check_cmp(call: &'static str, cmp: i32) {
     }
 }
 
-/// Where a variable lies, for messages: its space and offset.
+/// Where a variable lies, for messages: its space and offset; fatal if
+/// it is not symmetric or not aligned to its type.
 fn named<T>(p: &Pe, call: &'static str, ivar: *const T) -> String {
-    match p.try_locate(call, ivar.cast(), size_of::<T>() as u64) {
-        Ok(_) => format!(
-            "the variable at {ivar:p} ({})",
-            crate::names::describe(p, ivar.cast())
-        ),
-        Err(e) => fatal(e),
-    }
+    p.locate_cell(call, ivar.cast(), size_of::<T>());
+    format!(
+        "the variable at {ivar:p} ({})",
+        crate::names::describe(p, ivar.cast())
+    )
 }
 
 /// Waits until `ready()` holds or the sync timeout passes.
@@ -304,8 +303,11 @@ pub unsafe fn test_set<T: Watch>(
     values: Values<T>,
     want: Want,
 ) -> usize {
-    pe(call);
+    let p = pe(call);
     check_cmp(call, cmp);
+    if nelems > 0 {
+        named(p, call, ivars);
+    }
     let taken = vec![false; nelems];
     // SAFETY: the caller's contract.
     let (hits, done) = unsafe { scan(ivars, nelems, status, cmp, values, want, &taken) };

@@ -165,25 +165,27 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
                 left -= 1;
                 if grace.is_none() {
                     let c = status.map(code).unwrap_or(1);
-                    eprintln!("pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs");
+                    crate::say::line(format_args!(
+                        "pld-oshrun: PE {pe} exited with status {c}; stopping the other PEs"
+                    ));
                     result = c;
                     break;
                 }
             }
             Some(Event::GlobalExit(pe, status)) => {
                 if grace.is_none() {
-                    eprintln!(
+                    crate::say::line(format_args!(
                         "pld-oshrun: PE {pe} called shmem_global_exit({status}); stopping the other PEs"
-                    );
+                    ));
                     result = status;
                     break;
                 }
             }
             Some(Event::Signal(sig)) if grace.is_none() => {
-                eprintln!(
+                crate::say::line(format_args!(
                     "pld-oshrun: got {}; passing it to the PEs, which get {GRACE:?} to end",
                     signals::name(sig)
-                );
+                ));
                 signal_running(&running, sig);
                 grace = Some(Instant::now() + GRACE);
                 result = 128 + sig;
@@ -220,10 +222,10 @@ fn merge_traces(dir: &std::path::Path, npes: u32, out: &std::path::Path) -> anyh
         .filter_map(|pe| std::fs::read_to_string(dir.join(format!("trace-{pe}.json"))).ok())
         .collect();
     if (docs.len() as u32) < npes {
-        eprintln!(
+        crate::say::line(format_args!(
             "pld-oshrun: {} of {npes} PEs wrote a trace (a PE writes it at shmem_finalize)",
             docs.len()
-        );
+        ));
     }
     std::fs::write(out, pld_server::trace::merge_documents(&docs))
         .with_context(|| format!("writing the trace to {}", out.display()))

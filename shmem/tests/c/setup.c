@@ -1,7 +1,8 @@
 /* Setup, query and the heap calls, with the 1.0-era names: init_thread
  * and query_thread, info_get_version / name, pe_accessible and
  * addr_accessible, calloc / align / realloc / free (the same offsets on
- * every PE, the data kept by realloc), malloc(0), and sync_all. */
+ * every PE, the data kept by realloc, realloc to 0 frees), malloc(0), and
+ * sync_all. */
 #include <string.h>
 #include "check.h"
 
@@ -48,6 +49,13 @@ int main(void) {
   int *c = shmem_calloc(64, sizeof(int));
   for (int i = 0; i < 64; i++) CHECK(c[i] == 0, "calloc c[%d]=%d", i, c[i]);
   shfree(c);
+  /* realloc to 0 bytes frees the block and returns NULL (1.5, 9.3.3):
+   * the next allocation of its size takes its place. */
+  void *d = shmem_malloc(256);
+  CHECK(shmem_realloc(d, 0) == NULL, "realloc(d, 0) returned non-NULL");
+  void *e = shmem_malloc(256);
+  CHECK(e == d, "the freed block %p was not reused (got %p)", d, e);
+  shmem_free(e);
   shmem_free(b);
   shmem_free(a);
   shmem_finalize();
