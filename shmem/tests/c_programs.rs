@@ -880,3 +880,43 @@ fn error_lines_of_several_pes_at_once_stay_whole() {
         }
     }
 }
+
+#[test]
+fn pld_oshrun_trace_merges_every_pe_s_timeline_into_one_document() {
+    let prog = compile("examples/ring.c");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let trace = dir.join("oshrun-trace.json");
+    let _ = std::fs::remove_file(&trace);
+    let t = trace.display().to_string();
+    let flags = [
+        "--transport",
+        "tcp",
+        "--shared-memory",
+        "off",
+        "--trace",
+        &t,
+    ];
+    let o = oshrun_with(&prog, 3, &flags);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).expect("one JSON document");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    for pe in 0..3 {
+        assert!(
+            events
+                .iter()
+                .any(|e| e["pid"] == pe && e["name"].as_str().is_some_and(|n| n.starts_with("put"))),
+            "PE {pe}'s puts are on its track: {doc}"
+        );
+    }
+    // A path it cannot write is refused before any PE starts.
+    let o = oshrun_with(&prog, 2, &["--trace", "/nonexistent-pld-dir/t.json"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("--trace /nonexistent-pld-dir/t.json: cannot write there"),
+        "{out}"
+    );
+    assert!(!out.contains(": OK"), "the PEs ran: {out}");
+}

@@ -196,3 +196,22 @@ fn a_race_checked_mode_finds_is_on_the_tracks_of_both_racing_ranks() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_trace_path_that_cannot_be_written_is_refused_before_the_ranks_start() {
+    let o = Command::new(example("05_remote_load_store"))
+        .args(["-d", "0,1", "--trace", "/nonexistent-pld-dir/t.json"])
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("--trace /nonexistent-pld-dir/t.json: cannot write there"),
+        "{out}"
+    );
+    assert!(!out.contains("OK"), "the program ran: {out}");
+}

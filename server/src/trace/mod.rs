@@ -15,6 +15,9 @@
 //! so the files of ranks on one host line up when merged ([`merge`]).
 
 mod chrome;
+mod merge;
+
+pub use merge::{MergeError, merge_documents};
 
 use pld_proto::OpKind;
 use std::collections::VecDeque;
@@ -178,51 +181,27 @@ impl Trace {
     }
 }
 
+/// Checks at start that the timeline can be written to `path` (it is
+/// written at the end of a run, when finding out is too late): creates
+/// the file, or opens an existing one, for writing. An error says why.
+pub fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(drop)
+}
+
 /// The traces of several ranks as one Chrome trace-event JSON document.
 pub fn merge(traces: &[&Trace]) -> String {
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    let mut out = String::from(merge::HEAD);
     let mut dropped = 0;
     for t in traces {
         dropped += t.write_events(&mut out);
     }
     // The last event's comma.
     out.truncate(out.trim_end().trim_end_matches(',').len());
-    let _ = write!(
-        out,
-        "\n],\n\"otherData\":{{\"dropped_events\":{dropped},\"capacity_per_rank\":{}}}}}\n",
-        Trace::capacity()
-    );
-    out
-}
-
-/// Merges trace documents written by [`merge`] (ranks of other processes)
-/// into one: their events in one `traceEvents` array, their dropped
-/// events summed.
-pub fn merge_documents(docs: &[String]) -> String {
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let (mut first, mut dropped) = (true, 0u64);
-    for d in docs {
-        dropped += d
-            .split_once("\"dropped_events\":")
-            .and_then(|(_, n)| n.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        let Some(body) = d
-            .split_once("\"traceEvents\":[")
-            .and_then(|(_, rest)| rest.split_once("\n]"))
-            .map(|(events, _)| events.trim())
-        else {
-            continue;
-        };
-        if body.is_empty() {
-            continue;
-        }
-        if !first {
-            out.push_str(",\n");
-        }
-        out.push_str(body);
-        first = false;
-    }
     let _ = write!(
         out,
         "\n],\n\"otherData\":{{\"dropped_events\":{dropped},\"capacity_per_rank\":{}}}}}\n",
@@ -326,31 +305,6 @@ mod tests {
             doc.contains(r#"rank 0's \"data\"\nbytes"#),
             "escaped: {doc}"
         );
-    }
-
-    #[test]
-    fn merged_documents_hold_every_rank_s_events_in_one_array() {
-        let docs: Vec<String> = (0..3)
-            .map(|r| {
-                let t = Trace::new(r);
-                t.barrier(1, Instant::now(), true);
-                t.to_json()
-            })
-            .collect();
-        let all = merge_documents(&docs);
-        assert!(all.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"));
-        assert!(
-            all.trim_end()
-                .ends_with(r#""otherData":{"dropped_events":0,"capacity_per_rank":1048576}}"#),
-            "{all}"
-        );
-        for r in 0..3 {
-            assert!(
-                all.contains(&format!(r#""args":{{"name":"rank {r}"}}"#)),
-                "{all}"
-            );
-        }
-        assert_eq!(all.matches("barrier epoch 1").count(), 3);
     }
 
     #[test]

@@ -61,6 +61,10 @@ fn code(s: std::process::ExitStatus) -> i32 {
 pub fn run(job: &Job) -> anyhow::Result<i32> {
     anyhow::ensure!(job.npes >= 1, "-np must be at least 1");
     limits::check(job.npes, &job.transport)?;
+    if let Some(out) = &job.trace {
+        pld_server::trace::check_writable(out)
+            .with_context(|| format!("--trace {}: cannot write there", out.display()))?;
+    }
     let connect_timeout = limits::connect_timeout(job.npes, &job.transport);
     let (program, args) = job.program.split_first().context("no program to run")?;
     // Before any thread starts, so that each inherits the blocked mask.
@@ -218,17 +222,27 @@ pub fn run(job: &Job) -> anyhow::Result<i32> {
 /// Merges the PEs' timelines (each written at its `shmem_finalize`) into
 /// `out`; a PE that did not get there has none.
 fn merge_traces(dir: &std::path::Path, npes: u32, out: &std::path::Path) -> anyhow::Result<()> {
-    let docs: Vec<String> = (0..npes)
-        .filter_map(|pe| std::fs::read_to_string(dir.join(format!("trace-{pe}.json"))).ok())
-        .collect();
+    let mut docs = Vec::new();
+    for pe in 0..npes {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("trace-{pe}.json"))) else {
+            continue;
+        };
+        // A PE stopped while writing leaves part of a document: said, and
+        // left out, so that the job's trace stays one a viewer reads.
+        let doc = (format!("PE {pe}'s trace"), text);
+        match pld_server::trace::merge_documents(std::slice::from_ref(&doc)) {
+            Ok(_) => docs.push(doc),
+            Err(e) => crate::say::line(format_args!("pld-oshrun: {e}; left out")),
+        }
+    }
     if (docs.len() as u32) < npes {
         crate::say::line(format_args!(
-            "pld-oshrun: {} of {npes} PEs wrote a trace (a PE writes it at shmem_finalize)",
+            "pld-oshrun: {} of {npes} PEs wrote a whole trace (a PE writes it at shmem_finalize)",
             docs.len()
         ));
     }
-    std::fs::write(out, pld_server::trace::merge_documents(&docs))
-        .with_context(|| format!("writing the trace to {}", out.display()))
+    let merged = pld_server::trace::merge_documents(&docs)?;
+    std::fs::write(out, merged).with_context(|| format!("writing the trace to {}", out.display()))
 }
 
 /// Sends `sig` to every PE still running.

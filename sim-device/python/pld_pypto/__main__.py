@@ -65,6 +65,13 @@ def main(argv=None):
     OPTIONS.timeout_s = ns.timeout
     OPTIONS.checked = ns.checked
     OPTIONS.trace = ns.trace
+    if ns.trace:
+        # Written at the end of the run: find out now that it cannot be.
+        try:
+            with open(ns.trace, "a", encoding="utf-8"):
+                pass
+        except OSError as e:
+            p.error(f"--trace {ns.trace}: cannot write there: {e.strerror or e}")
     # `pypto` is ours for this command only: the shim directory goes first
     # on the path of this process, nowhere else.
     sys.path.insert(0, SHIM)

@@ -43,3 +43,11 @@ def test_trace_with_daemons_is_refused_naming_the_daemons_flag(tmp_path):
               "--daemons", "127.0.0.1:1,127.0.0.1:2", "-p", "a2a3sim", "-d", "0,1")
     assert out.returncode != 0
     assert "for --daemons, start every daemon with --trace FILE" in out.stderr
+
+
+def test_a_trace_path_that_cannot_be_written_is_refused_before_the_program_runs(tmp_path):
+    out = run(EXAMPLES / "05_remote_load_store.py", "--trace", "/nonexistent-pld-dir/t.json",
+              "-p", "a2a3sim", "-d", "0,1")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--trace /nonexistent-pld-dir/t.json: cannot write there" in out.stderr, out.stderr
+    assert "OK" not in out.stdout, "the program ran"

@@ -194,6 +194,14 @@ pub async fn run<P: Program>(args: &Args, program: Arc<P>) -> Result<Vec<Check>>
     let timeout = pld_proto::units::parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout: {e}")))?;
     check_devices(&args.devices)?;
+    if let Some(path) = &args.trace {
+        pld_server::trace::check_writable(path).map_err(|e| {
+            Error::Usage(format!(
+                "--trace {}: cannot write there: {e}",
+                path.display()
+            ))
+        })?;
+    }
     let symmetry = Symmetry::shared();
     if args.daemons.is_empty() {
         let transport: TransportKind = args

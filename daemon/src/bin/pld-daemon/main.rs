@@ -233,6 +233,10 @@ async fn serve(args: RunArgs) -> anyhow::Result<()> {
     let grpc_opts = args.grpc()?;
     let metrics_addr = args.metrics;
     let trace_file = args.trace.clone();
+    if let Some(path) = &trace_file {
+        pld_server::trace::check_writable(path)
+            .with_context(|| format!("--trace {}: cannot write there", path.display()))?;
+    }
     let config = args.config()?;
     let id = config.rank;
     config.validate()?;
@@ -340,15 +344,16 @@ impl Drop for AbortOnDrop {
 fn trace_merge(out: &std::path::Path, files: &[std::path::PathBuf]) -> anyhow::Result<()> {
     let docs = files
         .iter()
-        .map(|f| std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display())))
+        .map(|f| {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            Ok((f.display().to_string(), text))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    for (f, d) in files.iter().zip(&docs) {
-        if !d.contains("\"traceEvents\":[") {
-            anyhow::bail!("{} is not a trace pld wrote (no traceEvents)", f.display());
-        }
-    }
-    std::fs::write(out, pld_server::trace::merge_documents(&docs))
-        .with_context(|| format!("writing {}", out.display()))
+    // Every file whole before anything is written: a truncated or foreign
+    // one is refused by name, never merged into a document no viewer reads.
+    let merged = pld_server::trace::merge_documents(&docs)?;
+    std::fs::write(out, merged).with_context(|| format!("writing {}", out.display()))
 }
 
 /// Waits for SIGINT or SIGTERM; which one came.
