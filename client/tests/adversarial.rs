@@ -178,6 +178,15 @@ async fn call_get<M: prost::Message + Send + Sync + 'static>(
     addr: &str,
     m: M,
 ) -> Result<pld_proto::v1::GetResponse, tonic::Status> {
+    call_get_as(addr, m, None).await
+}
+
+/// [`call_get`] with the bearer token `token`.
+async fn call_get_as<M: prost::Message + Send + Sync + 'static>(
+    addr: &str,
+    m: M,
+    token: Option<&str>,
+) -> Result<pld_proto::v1::GetResponse, tonic::Status> {
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -187,9 +196,50 @@ async fn call_get<M: prost::Message + Send + Sync + 'static>(
     grpc.ready().await.unwrap();
     let codec = tonic_prost::ProstCodec::<M, pld_proto::v1::GetResponse>::default();
     let path = tonic::codegen::http::uri::PathAndQuery::from_static("/pld.v1.Pld/Get");
-    grpc.unary(tonic::Request::new(m), path, codec)
+    let mut req = tonic::Request::new(m);
+    if let Some(t) = token {
+        req.metadata_mut()
+            .insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    grpc.unary(req, path, codec)
         .await
         .map(tonic::Response::into_inner)
+}
+
+// On the landed build neither showed in pld_grpc_requests_total: they
+// never reached the handler that counts.
+#[test]
+fn refused_and_undecodable_calls_are_counted_by_method_and_code() {
+    run(Duration::from_secs(60), async {
+        let (c, metrics) = common::metered(TransportKind::Tcp, 1, &["--client-token", "s3cret"]);
+        let garbage = || StringRank {
+            rank: "zero".into(),
+        };
+        let e = call_get_as(&c.grpc[0], garbage(), None).await.unwrap_err();
+        assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+        for _ in 0..2 {
+            let e = call_get_as(&c.grpc[0], garbage(), Some("s3cret"))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        }
+        let body = common::scrape(&metrics).await;
+        let line = |code: &str| {
+            common::metric(
+                &body,
+                &format!("pld_grpc_requests_total{{rank=\"0\",method=\"Get\",code=\"{code}\"}}"),
+            )
+        };
+        assert_eq!(line("UNAUTHENTICATED"), 1.0, "{body}");
+        assert_eq!(line("INVALID_ARGUMENT"), 2.0, "{body}");
+        assert!(
+            common::metric(
+                &body,
+                "pld_grpc_request_duration_seconds_count{rank=\"0\",method=\"Get\"}"
+            ) >= 3.0,
+            "{body}"
+        );
+    });
 }
 
 // On the landed build both came back INTERNAL, as if the daemon had failed.

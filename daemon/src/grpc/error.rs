@@ -234,6 +234,11 @@ fn is_undecodable(status: &Status) -> bool {
 
 /// The status a client should see for the codec's own refusal of its
 /// request, if it is one (see [`is_too_large`], [`is_undecodable`]).
+/// The code a client sees for `status` once [`remap_codec_errors`] ran.
+pub(crate) fn client_code(status: &Status) -> Code {
+    remapped(status).map_or(status.code(), |s| s.code())
+}
+
 fn remapped(status: &Status) -> Option<Status> {
     if is_too_large(status) {
         return Some(Status::resource_exhausted(format!(

@@ -20,6 +20,7 @@ mod metrics;
 mod request;
 mod service;
 mod stream;
+mod unhandled;
 
 pub use drain::GRACE as DRAIN_GRACE;
 pub use error::Error;
@@ -343,6 +344,8 @@ impl GrpcServer {
             pld,
             auth::BearerToken::new(opts.token.clone()),
         );
+        // Refused and undecodable calls count too, by method.
+        let pld = unhandled::Counted::new(pld, shared.metrics.clone());
         let (stop, mut stopped) = watch::channel(false);
         let tls = match &opts.tls {
             Some(t) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(

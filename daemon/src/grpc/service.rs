@@ -47,6 +47,7 @@ impl Service {
         let result = self.shared.drain.run(call).await;
         let code = result.as_ref().map_or_else(Error::code, |_| Code::Ok);
         self.shared.metrics.record(method, code, t0.elapsed());
+        super::unhandled::handled();
         match result {
             Ok(r) => Ok(Response::new(r)),
             Err(e) => {
