@@ -20,7 +20,7 @@ import numpy as np
 
 from . import kernel, runtime
 from .host import ViewSpec
-from .enums import NotifyOp, ReduceOp
+from .enums import NotifyOp, ReduceOp, member
 from .kernel import DistributedTensor, Tile, as_numpy, dtype_name
 
 _MISSING = object()
@@ -81,7 +81,7 @@ def allreduce(target, signal=_MISSING, *, op=None, mode="mesh", core_num=1):
     of all ranks' ``target``. ``core_num`` AIV blocks (HOST only) each take
     a lane (a column) of the signal; pld's rank reduces the whole target in
     one stream and leaves the other lanes at zero, as they end on the NPU."""
-    op = ReduceOp.Sum if op is None else op
+    op = ReduceOp.Sum if op is None else member("pld.tensor.allreduce", "op", op, ReduceOp)
     if not isinstance(core_num, int) or isinstance(core_num, bool):
         raise TypeError(f"pld.tensor.allreduce core_num must be a positive compile-time int, got {type(core_num).__name__}")
     if core_num <= 0:
@@ -150,7 +150,7 @@ def broadcast(target, signal, *, root):
 def reduce_scatter(target, signal, *, op=None):
     """``pld.tensor.reduce_scatter(target, signal, *, op=ReduceOp.Sum)``:
     row r of rank r's ``target`` holds the reduction of every rank's row r."""
-    op = ReduceOp.Sum if op is None else op
+    op = ReduceOp.Sum if op is None else member("pld.tensor.reduce_scatter", "op", op, ReduceOp)
     host = _host("pld.tensor.reduce_scatter", {"target": target, "signal": signal})
     if host is not None:
         _on_every_rank(host, reduce_scatter, (target, _row_signal(host, signal)), {"op": op})

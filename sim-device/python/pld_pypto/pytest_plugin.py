@@ -62,9 +62,15 @@ def pytest_addoption(parser):
                     help="seconds a wait or barrier may take before it fails naming what is missing")
 
 
+#: The most devices one ``--device`` may list: each is a pld rank in this
+#: process, and a range must not build a list larger than any run.
+MAX_DEVICES = 1024
+
+
 def parse_devices(raw):
     """``--device`` as PyPTO's conftest reads it: ids, inclusive ranges and
-    lists, mixed (``0-3,8,12-15``)."""
+    lists, mixed (``0-3,8,12-15``); at least one device, at most
+    ``MAX_DEVICES``."""
     text = str(raw).strip()
     if not text:
         raise pytest.UsageError("--device must not be empty")
@@ -77,11 +83,21 @@ def parse_devices(raw):
                 start, end = (int(x) for x in token.split("-", 1))
                 if end < start:
                     raise pytest.UsageError(f"--device range must be non-decreasing, got {token!r}")
-                devices.extend(range(start, end + 1))
+                count = end - start + 1
             else:
-                devices.append(int(token))
+                start = end = int(token)
+                count = 1
         except ValueError:
             raise pytest.UsageError(f"--device takes ids, ranges and lists, got {raw!r}") from None
+        # Counted before the list is built: '0-1000000000' is refused,
+        # not materialised.
+        if len(devices) + count > MAX_DEVICES:
+            raise pytest.UsageError(
+                f"--device {raw!r} lists more than {MAX_DEVICES} devices (one pld rank each, in this process)"
+            )
+        devices.extend(range(start, end + 1))
+    if not devices:
+        raise pytest.UsageError(f"--device {raw!r} lists no device")
     if len(set(devices)) != len(devices):
         raise pytest.UsageError(f"--device lists a device twice: {raw!r}")
     return devices

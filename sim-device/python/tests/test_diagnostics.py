@@ -83,6 +83,26 @@ CASES = {
         "    pld.tensor.barrier(data)",
         "barrier: 'data_buf' is fp32, but int32 is required; signal cells are int32",
     ),
+    # A string where an enum goes is a TypeError naming the enum, never a
+    # silent other member (atomic="Add" was a plain store) or an
+    # AttributeError from inside pld.
+    "a_string_for_a_notify_op": (
+        '    pld.system.notify(signal, peer=1 - me, offsets=[me, 0], value=1, op="AtomicAdd")',
+        "TypeError: pld.system.notify: op must be a pld.NotifyOp (pld.NotifyOp.Set, pld.NotifyOp.AtomicAdd), "
+        "not the str 'AtomicAdd' (write pld.NotifyOp.AtomicAdd)",
+    ),
+    "a_string_for_a_wait_cmp": (
+        '    pld.system.wait(signal, offsets=[me, 0], expected=0, cmp="Ge")',
+        "TypeError: pld.system.wait: cmp must be a pld.WaitCmp",
+    ),
+    "a_string_for_an_atomic_type": (
+        '    pld.tile.remote_store(pl.load(x, [0, 0], [1, 64]), data, peer=1 - me, offsets=[0, 0], atomic="Add")',
+        "TypeError: pld.tile.remote_store: atomic must be a pld.AtomicType",
+    ),
+    "a_string_for_a_reduce_op": (
+        '    pld.tensor.allreduce(data, signal, op="Sum")',
+        "TypeError: pld.tensor.allreduce: op must be a pld.ReduceOp",
+    ),
     "a_barrier_signal_of_the_wrong_shape": (
         "    pld.tensor.barrier(pld.tensor.allreduce(data, signal, mode='ring'))",
         "allreduce: the signal 'signal_buf' is [2, 1], but allreduce needs at least [2, 2] int32 cells",

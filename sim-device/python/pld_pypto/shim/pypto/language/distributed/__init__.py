@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 from pld_pypto import collectives, errors, kernel, runtime, tasks  # noqa: F401 - `pld.errors`
-from pld_pypto.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp  # noqa: F401 - `pld.ReduceOp`, ...
+from pld_pypto.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp, member  # noqa: F401 - `pld.ReduceOp`, ...
 from pld_pypto.kernel import DistributedTensor as _DT
 from pld_pypto.kernel import Tile, as_numpy, dtype_name
 from pld_pypto.runtime import HostBuffer, ViewSpec
@@ -120,8 +120,8 @@ def _peer(p):
     return group[int(p)]
 
 
-def _atomic(atomic):
-    return atomic == AtomicType.Add
+def _atomic(call, atomic):
+    return member(call, "atomic", atomic, AtomicType) == AtomicType.Add
 
 
 def _remote_load(target, peer, offsets, shape, valid_shape=None):
@@ -136,7 +136,7 @@ def _remote_load(target, peer, offsets, shape, valid_shape=None):
 def _store(call, src, target, peer, offsets, atomic):
     _need_dt(call, target)
     kernel.rank().remote_store(
-        _operand(src), target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(atomic)
+        _operand(src), target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), _atomic(call, atomic)
     )
 
 
@@ -174,12 +174,12 @@ def _put(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, atom
     region = _region(dst_offsets, src_offsets, shape)
     r = kernel.rank()
     if isinstance(src, _DT):
-        r.put(dst.spec(), _peer(peer), b"", [0, 0], src_view=src.spec(), region=region, add=_atomic(atomic),
+        r.put(dst.spec(), _peer(peer), b"", [0, 0], src_view=src.spec(), region=region, add=_atomic("pld.tensor.put", atomic),
               chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
         return
     a = np.ascontiguousarray(as_numpy(src))
     a2 = a.reshape(-1, a.shape[-1]) if a.ndim != 2 else a
-    r.put(dst.spec(), _peer(peer), a2.tobytes(), list(a2.shape), region=region, add=_atomic(atomic),
+    r.put(dst.spec(), _peer(peer), a2.tobytes(), list(a2.shape), region=region, add=_atomic("pld.tensor.put", atomic),
           chunk_rows=chunk_rows, chunk_cols=chunk_cols, pipeline=pipeline)
 
 
@@ -200,15 +200,18 @@ def _get(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, *, chun
 
 def _notify(target, peer, offsets, value, op=NotifyOp.Set):
     _need_dt("pld.system.notify", target)
+    op = member("pld.system.notify", "op", op, NotifyOp)
     kernel.rank().notify(target.spec(), _peer(peer), kernel.two_d(offsets, "offsets"), int(value), op.value)
 
 
 def _wait(signal, offsets, expected, cmp=WaitCmp.Ge):
     _need_dt("pld.system.wait", signal)
+    cmp = member("pld.system.wait", "cmp", cmp, WaitCmp)
     return kernel.rank().wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
 
 
 def _register_defer_wait(signal, offsets, expected, cmp=WaitCmp.Ge):
+    cmp = member("pld.system.defer_wait", "cmp", cmp, WaitCmp)
     kernel.rank().defer_wait(signal.spec(), kernel.two_d(offsets, "offsets"), int(expected), cmp.value)
 
 
