@@ -136,7 +136,9 @@ impl Client {
                     token: token.clone(),
                     info: InfoResponse::default(),
                 };
-                c.refresh().await?;
+                c.refresh()
+                    .await
+                    .map_err(|e| first_call(addr, e, tls.is_some()))?;
                 Ok::<_, Error>(c)
             };
             let e = match attempt.await {
@@ -185,6 +187,31 @@ impl Client {
             )
             .await?;
         Ok(&self.info)
+    }
+}
+
+/// The first call on a new connection failing in the transport (tonic's
+/// UNKNOWN "transport error": the HTTP/2 handshake itself failed) is a
+/// failure to connect, not the daemon's answer; the usual cause is a
+/// plaintext client at a daemon whose client plane speaks TLS.
+fn first_call(addr: &str, e: Error, tls: bool) -> Error {
+    match e {
+        Error::Status {
+            code: Code::Unknown,
+            ref message,
+            ..
+        } if message.contains("transport error") => Error::Connect {
+            addr: addr.into(),
+            reason: format!(
+                "the connection failed before the daemon answered ({message}){}",
+                if tls {
+                    ""
+                } else {
+                    "; if the daemon serves its client plane over TLS (--grpc-tls), connect with its CA (tls_ca, pld --tls-ca)"
+                }
+            ),
+        },
+        e => e,
     }
 }
 

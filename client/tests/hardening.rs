@@ -7,6 +7,7 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
 use pld_client::{Client, ClientOptions};
 use pld_grpc::pld_client::PldClient;
 use pld_proto::v1::{BarrierRequest, Cmp as PbCmp, GetStreamRequest, WaitRequest};
@@ -400,7 +401,15 @@ fn grpc_tls_with_its_own_certificate_works_on_an_insecure_peer_plane() {
             wait_ready: Duration::ZERO,
             ..ClientOptions::default()
         };
-        assert!(Client::connect_with(&addr, plain).await.is_err());
+        match Client::connect_with(&addr, plain).await {
+            Err(pld_client::Error::Connect { reason, .. }) => {
+                assert!(
+                    reason.contains("(--grpc-tls), connect with its CA"),
+                    "{reason}"
+                );
+            }
+            other => panic!("plaintext to a TLS-only port: {other:?}"),
+        }
     });
 }
 
@@ -440,7 +449,7 @@ fn no_timeout_a_client_asks_for_panics_its_handler() {
 #[test]
 fn http2_keepalive_reaps_a_client_that_answers_no_ping() {
     run(Duration::from_secs(60), async {
-        let c = GrpcCluster::start(
+        let (c, metrics) = common::metered(
             TransportKind::Tcp,
             1,
             &[
@@ -462,10 +471,26 @@ fn http2_keepalive_reaps_a_client_that_answers_no_ping() {
         // Not at once: only after a ping went unanswered (the margin
         // above is for a loaded machine).
         assert!(took >= Duration::from_millis(500), "closed after {took:?}");
-        // A live client is not reaped: it answers the pings.
+        // A live client is not reaped: it answers the pings. Its calls
+        // alone cannot show it (a client reconnects by itself), so the
+        // daemon's own count of open connections is read: after four
+        // keep-alive intervals, the live client's connection is still
+        // the one open (a reaped one would be 0 until the next call).
         let cl = Client::connect(&c.grpc[0]).await.unwrap();
         let data = cl.window("data").unwrap();
+        cl.put(0, data, 0, b"alive").await.unwrap();
         tokio::time::sleep(Duration::from_secs(2)).await;
+        let body = common::scrape(&metrics).await;
+        assert_eq!(
+            common::metric(&body, "pld_grpc_connections{rank=\"0\"}"),
+            1.0,
+            "{body}"
+        );
+        assert_eq!(
+            common::metric(&body, "pld_grpc_handshakes_failed_total{rank=\"0\"}"),
+            0.0,
+            "{body}"
+        );
         cl.put(0, data, 0, b"alive").await.unwrap();
     });
 }
