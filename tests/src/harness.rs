@@ -21,6 +21,16 @@ pub type Requirement = fn() -> Option<String>;
 /// what the machine lacks, every test is skipped, saying so — or, under
 /// `CI=true`, fails.
 pub fn main(missing: Requirement, tests: Vec<Test>) -> ! {
+    main_each(
+        tests
+            .into_iter()
+            .map(|(name, body)| (name, missing, body))
+            .collect(),
+    )
+}
+
+/// [`main`] with a requirement of its own for each test.
+pub fn main_each(tests: Vec<(String, Requirement, Box<dyn Fn()>)>) -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let exact = args.iter().any(|a| a == "--exact");
     let mut filters = Vec::new();
@@ -38,23 +48,22 @@ pub fn main(missing: Requirement, tests: Vec<Test>) -> ! {
         }
     }
     let matches = |name: &str, f: &str| if exact { name == f } else { name.contains(f) };
-    let chosen: Vec<&Test> = tests
+    let chosen: Vec<&(String, Requirement, Box<dyn Fn()>)> = tests
         .iter()
-        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| matches(n, f)))
-        .filter(|(n, _)| !skips.iter().any(|s| matches(n, s)))
+        .filter(|(n, _, _)| filters.is_empty() || filters.iter().any(|f| matches(n, f)))
+        .filter(|(n, _, _)| !skips.iter().any(|s| matches(n, s)))
         .collect();
     if args.iter().any(|a| a == "--list") {
-        for (n, _) in &chosen {
+        for (n, _, _) in &chosen {
             println!("{n}: test");
         }
         std::process::exit(0);
     }
     let ci = std::env::var("CI").as_deref() == Ok("true");
-    let lack = missing();
     println!("\nrunning {} tests", chosen.len());
     let (mut passed, mut failed, mut skipped) = (Vec::new(), Vec::new(), 0);
-    for (name, body) in chosen {
-        match (&lack, ci) {
+    for (name, missing, body) in chosen {
+        match (missing(), ci) {
             (Some(why), false) => {
                 println!("test {name} ... skipped: {why}");
                 skipped += 1;
