@@ -16,6 +16,10 @@ pub type Test = (String, Box<dyn Fn()>);
 /// What the machine lacks for a test file's tests, if anything.
 pub type Requirement = fn() -> Option<String>;
 
+/// One test with a requirement of its own: its name, what it needs, its
+/// body.
+pub type Needing = (String, Requirement, Box<dyn Fn()>);
+
 /// Runs `tests` as `cargo test` asked (see the module docs) and exits:
 /// 0 if none failed, 101 (as libtest) otherwise. Where `missing` says
 /// what the machine lacks, every test is skipped, saying so — or, under
@@ -30,7 +34,7 @@ pub fn main(missing: Requirement, tests: Vec<Test>) -> ! {
 }
 
 /// [`main`] with a requirement of its own for each test.
-pub fn main_each(tests: Vec<(String, Requirement, Box<dyn Fn()>)>) -> ! {
+pub fn main_each(tests: Vec<Needing>) -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let exact = args.iter().any(|a| a == "--exact");
     let mut filters = Vec::new();
@@ -48,7 +52,7 @@ pub fn main_each(tests: Vec<(String, Requirement, Box<dyn Fn()>)>) -> ! {
         }
     }
     let matches = |name: &str, f: &str| if exact { name == f } else { name.contains(f) };
-    let chosen: Vec<&(String, Requirement, Box<dyn Fn()>)> = tests
+    let chosen: Vec<&Needing> = tests
         .iter()
         .filter(|(n, _, _)| filters.is_empty() || filters.iter().any(|f| matches(n, f)))
         .filter(|(n, _, _)| !skips.iter().any(|s| matches(n, s)))
