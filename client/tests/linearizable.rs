@@ -1,52 +1,51 @@
-//! Atomics under faults, checked as a history. Clients of three kinds — an
-//! embedded rank, Rust gRPC clients of two daemons — run fetch_add and
-//! compare_swap on shared counters of a 4-rank cluster while one daemon
-//! (a gRPC front that holds no counter) is killed and restarted and a
-//! counter's rank is stalled (SIGSTOP) past the op timeout and resumed.
-//! Every call's invocation, response or error is recorded, and the history
-//! must be linearizable for a counter:
+//! Atomics under faults, checked as a history (`common::linear`). Clients
+//! of three kinds — an embedded rank, Rust gRPC clients of two daemons —
+//! run fetch_add and compare_swap on three counters and swap on two
+//! registers of a 4-rank cluster, paced, for a fixed time, while on a
+//! schedule of times:
 //!
-//! - the values the successful calls returned are all different;
-//! - a call that returned before another was invoked got the smaller one;
-//! - a failed call was applied once or not at all: the counter ends
-//!   between the successes and the successes plus the failures, and the
-//!   values nobody returned are exactly as many as the failures applied.
+//! - rank 3 — a gRPC front of two clients, and a counter's rank — is
+//!   killed and restarted (its windows start zeroed: its counter's
+//!   history is checked in two parts, before the kill and after the
+//!   restart);
+//! - rank 2 — a counter's and a register's — is stalled (SIGSTOP) past the
+//!   op timeout and resumed.
 //!
-//! The counters live on ranks that are never restarted: a restarted rank's
-//! windows start zeroed (docs/semantics.md), so its counters start again at
-//! 0 — what the docs promise, and not a counter's history to check. The
-//! Python client's history is checked the same way by
-//! `client/python/tests/test_linearizable.py`. Seeded (`PLD_TEST_SEED`),
-//! bounded in time and count; a failure prints the history.
+//! Every call's invocation, response or error is recorded, and each
+//! object's history must be linearizable: for a counter, distinct values
+//! in real-time order, every value no successful call took explained by a
+//! failed call that could have taken it then, and what a compare_swap
+//! that found another value read lying between the calls around it; for
+//! a register, the values chained from 0 through every successful swap to
+//! the final one. The test also asserts that each fault met calls — a
+//! failure through the dead front, successes through the restarted one
+//! and on its counter, an op timeout from the stalled rank — so that a
+//! schedule that missed the clients cannot pass. The Python client's
+//! history is checked by `client/python/tests/test_linearizable.py`; a
+//! cut link, as root, by `client/tests/partition.rs`. Seeded
+//! (`PLD_TEST_SEED`); a failure prints the history.
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+
+use common::linear::{Call, Outcome, check_counter, check_swaps};
 use pld_client::Client;
 use pld_server::{Dtype, Rank, TransportKind};
 use pld_tests::{Daemon, loopback_peers, rank_config, run};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The counters: (rank, byte offset) of int64 cells in window `data`.
-const CELLS: [(u32, u64); 2] = [(1, 0), (2, 64)];
-const CALLS_EACH: usize = 400;
+/// The objects: (rank, byte offset) of int64 cells in window `data`.
+/// Counters first, then swap registers.
+const CELLS: [(u32, u64); 5] = [(1, 0), (2, 64), (3, 128), (1, 192), (2, 256)];
+const COUNTERS: usize = 3;
+/// The restarted rank's counter.
+const RESTARTED: usize = 2;
 
-/// One call of the history.
-#[derive(Debug, Clone)]
-// `client` and `kind` are read only in the printed history.
-#[allow(dead_code)]
-struct Call {
-    client: String,
-    cell: usize,
-    kind: &'static str,
-    invoked: Instant,
-    returned: Instant,
-    /// The value the call claimed (fetch_add's previous value; a
-    /// compare_swap's expected value, if it swapped), or why it failed;
-    /// `None` for a compare_swap that found another value (it changed
-    /// nothing).
-    outcome: Result<Option<i64>, String>,
-}
+/// Between a client's calls: the calls span the whole schedule.
+const PACE: Duration = Duration::from_millis(3);
 
 struct Rng(u64);
 impl Rng {
@@ -60,25 +59,38 @@ impl Rng {
 
 type History = Arc<Mutex<Vec<Call>>>;
 
-/// What a client does: fetch_add 1, or compare_swap from the value it
-/// last saw to one more.
+/// What a client asks.
 #[derive(Clone, Copy)]
 enum Op {
     FetchAdd,
+    /// From the value the client last saw to one more.
     CompareSwap(i64),
+    /// Write this value (no other call writes it).
+    Swap(i64),
 }
 
-/// Runs `CALLS_EACH` ops of client `name` through `call`, recording them.
-async fn client<F, Fut>(name: String, seed: u64, history: History, call: F)
-where
+/// Runs client number `id` (named `name`) through `call` until `stop`,
+/// recording each call.
+async fn client<F, Fut>(
+    id: u64,
+    name: String,
+    seed: u64,
+    history: History,
+    stop: Arc<AtomicBool>,
+    call: F,
+) where
     F: Fn(usize, Op) -> Fut,
     Fut: std::future::Future<Output = Result<i64, String>>,
 {
     let mut rng = Rng(seed | 1);
-    let mut seen = [0i64; CELLS.len()];
-    for _ in 0..CALLS_EACH {
+    let mut seen = [0i64; COUNTERS];
+    let mut seq = 0i64;
+    while !stop.load(Ordering::Relaxed) {
         let cell = rng.below(CELLS.len() as u64) as usize;
-        let op = if rng.below(3) == 0 {
+        let op = if cell >= COUNTERS {
+            seq += 1;
+            Op::Swap(((id as i64 + 1) << 40) | seq)
+        } else if rng.below(3) == 0 {
             Op::CompareSwap(seen[cell])
         } else {
             Op::FetchAdd
@@ -86,78 +98,79 @@ where
         let invoked = Instant::now();
         let got = call(cell, op).await;
         let returned = Instant::now();
-        let (kind, outcome) = match (op, got) {
+        let (wrote, outcome) = match (op, got) {
+            (_, Err(e)) => (
+                match op {
+                    Op::Swap(w) => Some(w),
+                    _ => None,
+                },
+                Outcome::Failed(e),
+            ),
             (Op::FetchAdd, Ok(v)) => {
                 seen[cell] = v + 1;
-                ("fetch_add", Ok(Some(v)))
+                (None, Outcome::Took(v))
             }
-            (Op::CompareSwap(e), Ok(v)) => {
-                seen[cell] = if v == e { v + 1 } else { v };
-                ("compare_swap", Ok((v == e).then_some(e)))
+            (Op::CompareSwap(e), Ok(v)) if v == e => {
+                seen[cell] = v + 1;
+                (None, Outcome::Took(v))
             }
-            (Op::FetchAdd, Err(e)) => ("fetch_add", Err(e)),
-            (Op::CompareSwap(_), Err(e)) => ("compare_swap", Err(e)),
+            (Op::CompareSwap(_), Ok(v)) => {
+                seen[cell] = v;
+                (None, Outcome::Saw(v))
+            }
+            (Op::Swap(w), Ok(v)) => (Some(w), Outcome::Swapped(v)),
         };
         history.lock().unwrap().push(Call {
             client: name.clone(),
             cell,
-            kind,
+            wrote,
             invoked,
             returned,
             outcome,
         });
+        tokio::time::sleep(PACE).await;
     }
 }
 
-/// The first rule the history of `cell`, which ended at `last`, breaks.
-fn check(calls: &[Call], cell: usize, last: i64) -> Result<(), String> {
-    let mine: Vec<&Call> = calls.iter().filter(|c| c.cell == cell).collect();
-    let mut claimed: Vec<(i64, &Call)> = mine
-        .iter()
-        .filter_map(|c| match c.outcome {
-            Ok(Some(v)) => Some((v, *c)),
-            _ => None,
-        })
-        .collect();
-    // A failed fetch_add may have added; a failed compare_swap may have
-    // swapped (and then claimed a value too).
-    let failed = mine.iter().filter(|c| c.outcome.is_err()).count() as i64;
-    claimed.sort_by_key(|(v, _)| *v);
-    for w in claimed.windows(2) {
-        if w[0].0 == w[1].0 {
-            return Err(format!(
-                "value {} returned twice: {:?} and {:?}",
-                w[0].0, w[0].1, w[1].1
-            ));
-        }
-    }
-    for (v, c) in &claimed {
-        if *v < 0 || *v >= last {
-            return Err(format!("{c:?} claimed {v}, outside 0..{last}"));
-        }
-    }
-    let succeeded = claimed.len() as i64;
-    if last < succeeded || last > succeeded + failed {
-        return Err(format!(
-            "the counter ended at {last}: {succeeded} claims succeeded and {failed} calls failed"
-        ));
-    }
-    // Real-time order: a claim that returned before another was invoked
-    // holds the smaller value.
-    for (va, a) in &claimed {
-        for (vb, b) in &claimed {
-            if a.returned < b.invoked && va > vb {
-                return Err(format!(
-                    "{a:?} returned before {b:?} was invoked, with a larger value"
-                ));
+/// When each fault happened.
+struct Schedule {
+    killed: Instant,
+    respawned: Instant,
+    ready: Instant,
+    stalled: Instant,
+    resumed: Instant,
+}
+
+/// The restarted rank's counter in its two lives: the calls of each, and
+/// the failed calls that may have applied in each.
+fn lives<'a>(calls: &[&'a Call], s: &Schedule) -> [(Vec<&'a Call>, Vec<&'a Call>); 2] {
+    let (mut before, mut after) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for c in calls {
+        let ok = !c.failed();
+        if ok && c.returned < s.respawned {
+            // Answered by the old process (it never answers after).
+            before.0.push(*c);
+        } else if ok && c.invoked > s.killed {
+            // Sent after the old process died: the new one answered.
+            after.0.push(*c);
+        } else if ok {
+            // Invoked before the kill, answered after the respawn: by
+            // either; it may have taken a value in the second life.
+            after.1.push(*c);
+        } else {
+            if c.invoked < s.killed {
+                before.1.push(*c);
+            }
+            if c.returned > s.respawned {
+                after.1.push(*c);
             }
         }
     }
-    Ok(())
+    [before, after]
 }
 
 #[test]
-fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
+fn atomics_and_swaps_stay_linearizable_while_ranks_die_and_stall() {
     run(Duration::from_secs(240), async {
         let seed: u64 = std::env::var("PLD_TEST_SEED")
             .ok()
@@ -166,13 +179,12 @@ fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
         let t = TransportKind::Tcp;
         let peers = loopback_peers(4);
         let grpc = loopback_peers(4);
-        let op_timeout = "2s";
         let args = |r: usize| -> Vec<String> {
             [
                 "--grpc",
                 grpc[r].as_str(),
                 "--op-timeout",
-                op_timeout,
+                "2s",
                 "--window",
                 "data=1MiB",
                 "--window",
@@ -200,15 +212,17 @@ fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
         }
         println!("seed {seed}");
         let history: History = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
         let data = rank.window("data").unwrap();
         let mut clients = tokio::task::JoinSet::new();
-        // The embedded rank.
         {
-            let (rank, h) = (rank.clone(), history.clone());
+            let (rank, h, stop) = (rank.clone(), history.clone(), stop.clone());
             clients.spawn(client(
+                0,
                 "embedded rank 0".into(),
                 seed,
                 h,
+                stop,
                 move |cell, op| {
                     let rank = rank.clone();
                     async move {
@@ -218,6 +232,7 @@ fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
                             Op::CompareSwap(e) => {
                                 rank.compare_swap(r, data, at, Dtype::Int64, e, e + 1).await
                             }
+                            Op::Swap(w) => rank.swap(r, data, at, Dtype::Int64, w).await,
                         }
                         .map_err(|e| e.to_string())
                     }
@@ -227,9 +242,10 @@ fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
         // Rust gRPC clients of rank 3 (killed and restarted) and rank 1.
         for (i, front) in [3usize, 3, 1].into_iter().enumerate() {
             let cl = Client::connect(&grpc[front]).await.unwrap();
-            let h = history.clone();
+            let (h, stop) = (history.clone(), stop.clone());
             let name = format!("gRPC client {i} of rank {front}");
-            clients.spawn(client(name, seed + 1 + i as u64, h, move |cell, op| {
+            let id = 1 + i as u64;
+            clients.spawn(client(id, name, seed + id, h, stop, move |cell, op| {
                 let cl = cl.clone();
                 async move {
                     let (r, at) = CELLS[cell];
@@ -239,52 +255,200 @@ fn fetch_add_and_compare_swap_stay_linearizable_while_ranks_die_and_stall() {
                         Op::CompareSwap(e) => {
                             cl.compare_swap(r, data, at, Dtype::Int64, e, e + 1).await
                         }
+                        Op::Swap(w) => {
+                            cl.cell_op(r, data, at, Dtype::Int64, pld_proto::CellOp::Swap(w))
+                                .await
+                        }
                     }
                     .map_err(|e| e.to_string())
                 }
             }));
         }
-        // The faults, while the clients run: rank 3 killed and restarted;
-        // rank 2 (a counter's) stalled past the op timeout and resumed.
-        let wait_calls = |n: usize| {
-            let h = history.clone();
-            async move {
-                while h.lock().unwrap().len() < n {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            }
-        };
-        wait_calls(200).await;
+        // The faults, on a schedule of times (the clients are paced, so
+        // each fault meets calls).
+        let at = |s: f64| tokio::time::sleep(Duration::from_secs_f64(s));
+        at(1.0).await;
         daemons[2].kill();
-        wait_calls(400).await;
+        let killed = Instant::now();
+        at(1.5).await;
+        let respawned = Instant::now();
         daemons[2] = spawn(3);
         daemons[2].wait_ready(Duration::from_secs(30));
-        wait_calls(600).await;
+        let ready = Instant::now();
+        at(1.5).await;
         daemons[1].pause();
-        // The stall lasts past the op timeout (2 s): calls to rank 2 fail,
-        // and it applies them when it resumes.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        let stalled = Instant::now();
+        // Past the op timeout (2 s): calls to rank 2 fail, and it applies
+        // them when it resumes.
+        at(3.0).await;
         daemons[1].resume();
+        let resumed = Instant::now();
+        at(1.5).await;
+        stop.store(true, Ordering::Relaxed);
         while let Some(j) = clients.join_next().await {
             j.unwrap();
         }
-        // Every call has returned; the last values, read once all is quiet.
+        let s = Schedule {
+            killed,
+            respawned,
+            ready,
+            stalled,
+            resumed,
+        };
         let calls = history.lock().unwrap().clone();
         let mut failures = Vec::new();
+        // Each fault met calls.
+        let through_3 = |c: &&Call| c.client.ends_with("of rank 3");
+        let met = [
+            (
+                "a call through rank 3 failed while it was dead",
+                calls
+                    .iter()
+                    .filter(through_3)
+                    .any(|c| c.failed() && c.invoked > s.killed && c.invoked < s.respawned),
+            ),
+            (
+                "a call through rank 3 succeeded after its restart",
+                calls
+                    .iter()
+                    .filter(through_3)
+                    .any(|c| !c.failed() && c.invoked > s.ready),
+            ),
+            (
+                "a call on rank 3's counter succeeded after its restart",
+                calls
+                    .iter()
+                    .any(|c| c.cell == RESTARTED && !c.failed() && c.invoked > s.ready),
+            ),
+            (
+                "a call to the stalled rank 2 timed out",
+                calls.iter().any(|c| {
+                    CELLS[c.cell].0 == 2
+                        && c.invoked > s.stalled
+                        && c.invoked < s.resumed
+                        && matches!(&c.outcome, Outcome::Failed(e) if e.contains("got no reply within"))
+                }),
+            ),
+        ];
+        for (what, happened) in met {
+            if !happened {
+                failures.push(format!(
+                    "the schedule missed the clients: no case where {what}"
+                ));
+            }
+        }
         for (cell, (r, at)) in CELLS.iter().enumerate() {
             let bytes = rank.get(*r, data, *at, 8).await.unwrap();
             let last = i64::from_le_bytes(bytes[..8].try_into().unwrap());
-            if let Err(e) = check(&calls, cell, last) {
+            let mine: Vec<&Call> = calls.iter().filter(|c| c.cell == cell).collect();
+            let verdict = if cell >= COUNTERS {
+                check_swaps(&mine, last)
+            } else if cell == RESTARTED {
+                let [(a, fa), (b, fb)] = lives(&mine, &s);
+                check_counter(&a, &fa, None)
+                    .map_err(|e| format!("before the kill: {e}"))
+                    .and_then(|()| {
+                        check_counter(&b, &fb, Some(last))
+                            .map_err(|e| format!("after the restart: {e}"))
+                    })
+            } else {
+                let failed: Vec<&Call> = mine.iter().filter(|c| c.failed()).copied().collect();
+                check_counter(&mine, &failed, Some(last))
+            };
+            if let Err(e) = verdict {
                 failures.push(format!("cell {cell} (rank {r}): {e}"));
             }
         }
-        let failed = calls.iter().filter(|c| c.outcome.is_err()).count();
-        assert!(failed > 0, "the faults failed no call: they did not happen");
-        if !failures.is_empty() {
+        if std::env::var_os("PLD_TEST_PRINT_HISTORY").is_some() || !failures.is_empty() {
             for c in &calls {
                 println!("{c:?}");
             }
-            panic!("seed {seed}: the history is not linearizable: {failures:?}");
+            assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
         }
     });
+}
+
+/// The checks themselves, on histories made by hand: each rule they
+/// enforce, broken once.
+mod checks {
+    use super::*;
+
+    fn call(cell: usize, t: (u64, u64), wrote: Option<i64>, outcome: Outcome) -> Call {
+        let base = Instant::now();
+        Call {
+            client: "c".into(),
+            cell,
+            wrote,
+            invoked: base + Duration::from_millis(t.0),
+            returned: base + Duration::from_millis(t.1),
+            outcome,
+        }
+    }
+
+    fn refs(v: &[Call]) -> Vec<&Call> {
+        v.iter().collect()
+    }
+
+    #[test]
+    fn a_counter_history_that_is_linearizable_passes() {
+        let h = vec![
+            call(0, (0, 10), None, Outcome::Took(0)),
+            call(0, (20, 30), None, Outcome::Failed("timed out".into())),
+            call(0, (40, 50), None, Outcome::Took(2)),
+            call(0, (45, 60), None, Outcome::Saw(3)),
+        ];
+        let failed: Vec<&Call> = h.iter().filter(|c| c.failed()).collect();
+        assert_eq!(check_counter(&refs(&h), &failed, Some(3)), Ok(()));
+    }
+
+    #[test]
+    fn a_success_applied_twice_leaves_a_gap_no_failed_call_explains() {
+        // Value 1 was taken by nobody: the only failed call ended before
+        // the call that took 0 began, so it cannot have taken 1.
+        let h = vec![
+            call(0, (0, 5), None, Outcome::Failed("x".into())),
+            call(0, (10, 20), None, Outcome::Took(0)),
+            call(0, (30, 40), None, Outcome::Took(2)),
+        ];
+        let failed: Vec<&Call> = h.iter().filter(|c| c.failed()).collect();
+        let e = check_counter(&refs(&h), &failed, Some(3)).unwrap_err();
+        assert!(e.contains("value 1 was taken, but by no call"), "{e}");
+    }
+
+    #[test]
+    fn real_time_order_and_reads_are_checked() {
+        let h = vec![
+            call(0, (0, 10), None, Outcome::Took(1)),
+            call(0, (20, 30), None, Outcome::Took(0)),
+        ];
+        let e = check_counter(&refs(&h), &[], Some(2)).unwrap_err();
+        assert!(e.contains("returned before"), "{e}");
+        let h = vec![
+            call(0, (0, 10), None, Outcome::Took(0)),
+            call(0, (20, 30), None, Outcome::Saw(0)),
+            call(0, (40, 50), None, Outcome::Took(1)),
+        ];
+        let e = check_counter(&refs(&h), &[], Some(2)).unwrap_err();
+        assert!(e.contains("read 0, but the counter held 1..=1"), "{e}");
+    }
+
+    #[test]
+    fn a_swap_chain_is_followed_through_failed_swaps() {
+        let h = vec![
+            call(3, (0, 10), Some(10), Outcome::Swapped(0)),
+            call(3, (20, 30), Some(20), Outcome::Failed("x".into())),
+            call(3, (40, 50), Some(30), Outcome::Swapped(20)),
+        ];
+        assert_eq!(check_swaps(&refs(&h), 30), Ok(()));
+        // Without the failed swap, the chain breaks at 10.
+        let e = check_swaps(&refs(&[h[0].clone(), h[2].clone()]), 30).unwrap_err();
+        assert!(e.contains("returned 20, which no call wrote"), "{e}");
+        // A value returned twice.
+        let h = vec![
+            call(3, (0, 10), Some(10), Outcome::Swapped(0)),
+            call(3, (20, 30), Some(20), Outcome::Swapped(0)),
+        ];
+        let e = check_swaps(&refs(&h), 20).unwrap_err();
+        assert!(e.contains("returned twice"), "{e}");
+    }
 }

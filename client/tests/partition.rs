@@ -7,6 +7,9 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+
+use common::linear::{Call, Outcome, check_counter, check_swaps};
 use pld_server::TransportKind;
 use pld_tests::harness;
 use pld_tests::netns::Lab;
@@ -228,6 +231,182 @@ async fn a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_
     let _ = std::fs::remove_file(&small);
 }
 
+/// Runs `f` on a thread of its own inside rank `r`'s namespace: every
+/// socket it makes is there (a lab's daemons' gRPC ports are on their
+/// namespaces' loopback). `f` makes its own runtime.
+fn in_namespace<T: Send + 'static>(
+    lab: &Lab,
+    r: u32,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let path = format!("/run/netns/{}", lab.ns(r));
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let ns = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: moves this thread (only) into the namespace of a file we
+        // hold open.
+        let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+}
+
+/// One paced client of the cut-link test, through the daemon of the
+/// namespace it runs in, until `until`: fetch_add on the counters, swaps
+/// on the registers (cell >= 2).
+fn paced_client(id: i64, cells: &'static [(u32, u64)], until: Instant) -> Vec<Call> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let cl = pld_client::Client::connect(GRPC).await.unwrap();
+        let data = cl.window("data").unwrap();
+        let mut calls = Vec::new();
+        let mut seq = 0i64;
+        while Instant::now() < until {
+            let cell = (seq as usize) % cells.len();
+            seq += 1;
+            let (r, at) = cells[cell];
+            let invoked = Instant::now();
+            let (wrote, got) = if cell < 2 {
+                (
+                    None,
+                    cl.fetch_add(r, data, at, pld_server::Dtype::Int64, 1).await,
+                )
+            } else {
+                let w = (id << 40) | seq;
+                let op = pld_proto::CellOp::Swap(w);
+                (
+                    Some(w),
+                    cl.cell_op(r, data, at, pld_server::Dtype::Int64, op).await,
+                )
+            };
+            let returned = Instant::now();
+            let outcome = match (wrote, got) {
+                (_, Err(e)) => Outcome::Failed(e.to_string()),
+                (None, Ok(v)) => Outcome::Took(v),
+                (Some(_), Ok(v)) => Outcome::Swapped(v),
+            };
+            calls.push(Call {
+                client: format!("client {id}"),
+                cell,
+                wrote,
+                invoked,
+                returned,
+                outcome,
+            });
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+        calls
+    })
+}
+
+/// A counter and a register on the rank that is cut off, and one each on
+/// another: (rank, offset) in `data`.
+const CUT_CELLS: [(u32, u64); 4] = [(2, 0), (1, 64), (2, 128), (1, 192)];
+
+async fn atomics_through_a_link_that_is_cut_and_heals_stay_linearizable(t: TransportKind) {
+    let lab = Lab::new(3);
+    let _ds = daemons(&lab, 3, t, &["--op-timeout", "2s"]);
+    // Clients of ranks 0 and 1, paced, over a schedule: rank 2 is cut off
+    // from 1 s to 4 s (past the op timeout), then healed.
+    let t0 = Instant::now();
+    let until = t0 + Duration::from_secs(8);
+    let clients: Vec<_> = [(1, 0u32), (2, 0), (3, 1)]
+        .into_iter()
+        .map(|(id, r)| in_namespace(&lab, r, move || paced_client(id, &CUT_CELLS, until)))
+        .collect();
+    let at = |s: f64| tokio::time::sleep_until((t0 + Duration::from_secs_f64(s)).into());
+    at(1.0).await;
+    lab.cut(2);
+    let cut = Instant::now();
+    at(4.0).await;
+    lab.heal(2);
+    let healed = Instant::now();
+    let mut calls = Vec::new();
+    for c in clients {
+        calls.extend(c.join().unwrap());
+    }
+    // The last values, once the links are back (dialed again every
+    // second): read through rank 0, retried until rank 2 answers.
+    let last = in_namespace(&lab, 0, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cl = pld_client::Client::connect(GRPC).await.unwrap();
+            let data = cl.window("data").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut out = Vec::new();
+            for (r, at) in CUT_CELLS {
+                loop {
+                    match cl.get(r, data, at, 8).await {
+                        Ok(b) => {
+                            out.push(i64::from_le_bytes(b[..8].try_into().unwrap()));
+                            break;
+                        }
+                        Err(e) => assert!(
+                            Instant::now() < deadline,
+                            "rank {r} never answered again: {e}"
+                        ),
+                    }
+                }
+            }
+            out
+        })
+    })
+    .join()
+    .unwrap();
+    let mut failures = Vec::new();
+    let met = [
+        (
+            "a call to the cut-off rank failed during the cut",
+            calls.iter().any(|c| {
+                CUT_CELLS[c.cell].0 == 2 && c.failed() && c.invoked > cut && c.invoked < healed
+            }),
+        ),
+        (
+            "a call to the cut-off rank succeeded after the heal",
+            calls
+                .iter()
+                .any(|c| CUT_CELLS[c.cell].0 == 2 && !c.failed() && c.invoked > healed),
+        ),
+        (
+            "a call to another rank succeeded during the cut",
+            calls.iter().any(|c| {
+                CUT_CELLS[c.cell].0 != 2 && !c.failed() && c.invoked > cut && c.returned < healed
+            }),
+        ),
+    ];
+    for (what, happened) in met {
+        if !happened {
+            failures.push(format!(
+                "the schedule missed the clients: no case where {what}"
+            ));
+        }
+    }
+    for (cell, (r, _)) in CUT_CELLS.iter().enumerate() {
+        let mine: Vec<&Call> = calls.iter().filter(|c| c.cell == cell).collect();
+        let verdict = if cell < 2 {
+            let failed: Vec<&Call> = mine.iter().filter(|c| c.failed()).copied().collect();
+            check_counter(&mine, &failed, Some(last[cell]))
+        } else {
+            check_swaps(&mine, last[cell])
+        };
+        if let Err(e) = verdict {
+            failures.push(format!("cell {cell} (rank {r}): {e}"));
+        }
+    }
+    if !failures.is_empty() {
+        for c in &calls {
+            println!("{c:?}");
+        }
+        panic!("{failures:#?}");
+    }
+}
+
 fn main() {
     let mut tests = harness::both(
         "a_rank_cut_off_during_a_barrier_is_named_by_the_others_in_time",
@@ -238,6 +417,11 @@ fn main() {
         "a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on",
         180,
         a_rank_cut_off_during_a_256_mib_put_fails_the_put_by_name_and_the_rest_go_on,
+    ));
+    tests.extend(harness::both(
+        "atomics_through_a_link_that_is_cut_and_heals_stay_linearizable",
+        120,
+        atomics_through_a_link_that_is_cut_and_heals_stay_linearizable,
     ));
     harness::main(Lab::unavailable, tests)
 }

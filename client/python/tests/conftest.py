@@ -3,6 +3,7 @@ processes on free loopback ports, with the gRPC client plane, and waits for
 their ready lines."""
 
 import os
+import signal
 import queue
 import shutil
 import subprocess
@@ -34,6 +35,26 @@ def free_ports(n: int) -> list:
     outgoing connection takes one first, and free for QUIC too)."""
     out = subprocess.run([daemon_bin(), "ports", str(n)], check=True, capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
+
+
+def pause(pid: int, within: float = 10.0):
+    """SIGSTOP ``pid`` and wait until every thread of it has stopped: the
+    signal is delivered asynchronously, and a thread still running for a
+    moment would answer what the test means it not to."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + within
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                continue
+        if states and all(s in ("T", "t") for s in states):
+            return
+        assert time.monotonic() < deadline, f"process {pid} not stopped {within}s after SIGSTOP: {states}"
+        time.sleep(0.005)
 
 
 class Cluster:

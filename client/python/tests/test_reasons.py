@@ -13,7 +13,7 @@ import time
 import grpc
 import pytest
 
-from conftest import Cluster, daemon_bin, free_ports
+from conftest import pause, Cluster, daemon_bin, free_ports
 from pld_client import Client, PldError
 from pld_client._proto.pld.v1 import pld_pb2 as pb
 from pld_client._proto.pld.v1 import pld_pb2_grpc as pb_grpc
@@ -120,7 +120,7 @@ def test_every_reason_of_a_rank_in_trouble():
         c = Client(grpc_addr[0])
         # Rank 1 stops answering: an op to it times out, and a quiet while
         # that op is outstanding times out too.
-        os.kill(procs[1].pid, signal.SIGSTOP)
+        pause(procs[1].pid)
         before = c.stats().get(("ops_issued", "put"), 0)
         got = {}
 

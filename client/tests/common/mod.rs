@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Each test crate uses some of these.
 #![allow(dead_code)]
+pub mod linear;
+
 use pld_grpc::pld_client::PldClient;
 use tonic::transport::Channel;
 
