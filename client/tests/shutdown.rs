@@ -173,3 +173,46 @@ both!(
         );
     }
 );
+
+both!(
+    shutdown_delivers_every_put_nbi_queued_before_it,
+    60,
+    |t: TransportKind| async move {
+        // Rank 0 embedded here, rank 1 a daemon whose gRPC port reads back.
+        let peers = pld_tests::loopback_peers(2);
+        let grpc = pld_tests::loopback_peers(1).remove(0);
+        let mut d = Daemon::spawn(1, &peers, t, &["--grpc", &grpc, "--window", "data=32MiB"]);
+        let mut cfg = pld_tests::rank_config(0, &peers, t);
+        cfg.windows = vec!["data=32MiB".parse().unwrap()];
+        let rank = pld_server::Rank::start(cfg).await.unwrap();
+        d.wait_ready(Duration::from_secs(30));
+        let data = rank.window("data").unwrap();
+        // Non-blocking puts, queued on the link and not waited for — 24
+        // MiB, more than the sockets take at once, so most is still queued
+        // when shutdown begins: what the rank sent before it leaves must
+        // reach its peer (shutdown finishes the link's stream), with no
+        // quiet between.
+        const CHUNK: usize = 64 << 10;
+        const N: usize = 384;
+        let chunk = |i: usize| vec![(i % 251) as u8 + 1; CHUNK];
+        for i in 0..N {
+            rank.put_nbi(1, data, (i * CHUNK) as u64, &chunk(i))
+                .await
+                .unwrap();
+        }
+        rank.shutdown().await;
+        drop(rank);
+        let cl = Client::connect(&grpc).await.unwrap();
+        let w = cl.window("data").unwrap();
+        let got = cl.get(1, w, 0, (N * CHUNK) as u64).await.unwrap();
+        let missing: Vec<usize> = (0..N)
+            .filter(|i| got[i * CHUNK..(i + 1) * CHUNK] != chunk(*i)[..])
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{} of {N} puts sent before shutdown never arrived whole (first: {:?})",
+            missing.len(),
+            &missing[..missing.len().min(5)]
+        );
+    }
+);
