@@ -303,10 +303,10 @@ fn idle_connections_to_the_metrics_port_are_capped_and_lock_out_neither_scrapes_
 #[test]
 fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
     run(Duration::from_secs(60), async {
-        // 3 s: the client below sleeps 4 s, past the stall timeout and 2 s
-        // short of twice it (when the connection goes) — room for a loaded
-        // machine on both sides.
-        let c = GrpcCluster::start(TransportKind::Tcp, 1, &["--grpc-stall-timeout", "3s"]);
+        // The client below stops reading, and reads again once the daemon
+        // counts the stream stalled (pld_grpc_streams_stalled_total): no
+        // sleep has to outlast the daemon's timer on a loaded machine.
+        let (c, metrics) = common::metered(TransportKind::Tcp, 1, &["--grpc-stall-timeout", "3s"]);
         let addr = c.grpc[0].clone();
         let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
             .unwrap()
@@ -321,15 +321,37 @@ fn a_stalled_get_stream_is_cancelled_with_a_status_that_says_so() {
             region: None,
             chunking: None,
         };
-        // One message, then nothing for 4 s (past the stall timeout, not
-        // past twice it): the data still buffered, then the status.
+        // One message, then nothing until the daemon has cancelled the
+        // stream (past the stall timeout; long before twice it, when the
+        // connection goes): the data still buffered, then the status.
         let mut s = PldClient::new(channel.clone())
             .get_stream(request())
             .await
             .unwrap()
             .into_inner();
         assert!(s.message().await.unwrap().is_some());
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        let stalled = || {
+            let metrics = metrics.clone();
+            async move {
+                let body = common::scrape(&metrics).await;
+                common::metric(&body, "pld_grpc_streams_stalled_total{rank=\"0\"}")
+            }
+        };
+        let t0 = Instant::now();
+        while stalled().await < 1.0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "the stalled stream was not cancelled"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Not at once: the timer ran (its start is the daemon's last
+        // progress, a little before this client's first read).
+        assert!(
+            t0.elapsed() >= Duration::from_secs(2),
+            "cancelled after {:?}, long before the 3 s stall timeout",
+            t0.elapsed()
+        );
         let status = loop {
             match s.message().await {
                 Ok(Some(_)) => continue,

@@ -27,6 +27,9 @@ const DATA: u64 = SLICE * CLIENTS as u64 + (8 << 20);
 const CELLS: u64 = 16;
 const VICTIM: u32 = 3;
 const BUDGET: u64 = 64 << 20;
+/// How much a rank that kept running may grow under the same load after
+/// its first 12 s.
+const LEAK_BOUND: u64 = 24 << 20;
 
 /// Deterministic pseudo-random numbers.
 struct Rng(u64);
@@ -345,8 +348,16 @@ fn soak_sixteen_clients_every_op_a_rank_killed_twice_and_bad_clients() {
         let bad = tokio::spawn(bad_clients(addrs.clone(), rx.clone()));
         let t0 = Instant::now();
         let mut generation = 0;
+        // Every rank's resident memory once the load has run a while: the
+        // ranks never restarted must not grow much past it (a leak).
+        let mut settled = Vec::new();
         for (up_for, down_for) in [(12, 5), (12, 5)] {
             tokio::time::sleep(Duration::from_secs(up_for)).await;
+            if settled.is_empty() {
+                settled = (0..RANKS)
+                    .map(|r| c.daemon(r).memory().expect("the daemon's VmRSS"))
+                    .collect();
+            }
             generation += 1;
             tx.send_replace(Phase {
                 generation,
@@ -388,7 +399,14 @@ fn soak_sixteen_clients_every_op_a_rank_killed_twice_and_bad_clients() {
         );
         for r in 0..RANKS {
             let d = c.daemon(r);
-            let peak = d.peak_memory().unwrap_or(0);
+            let peak = d.peak_memory().expect("the daemon's VmHWM");
+            let now = d.memory().expect("the daemon's VmRSS");
+            eprintln!(
+                "soak: rank {r}: {} MiB resident after 12 s, {} MiB at the end, peak {} MiB",
+                settled[r as usize] >> 20,
+                now >> 20,
+                peak >> 20
+            );
             let bound = DATA + (64 << 10) + (1 << 20) + BUDGET + (64 << 20);
             assert!(
                 peak < bound,
@@ -396,6 +414,19 @@ fn soak_sixteen_clients_every_op_a_rank_killed_twice_and_bad_clients() {
                 peak >> 20,
                 bound >> 20
             );
+            // Past the first 12 s the load is the same: a rank that kept
+            // running must hold about what it held then (the victim was
+            // restarted, and starts again from nothing).
+            if r != VICTIM {
+                let grew = now.saturating_sub(settled[r as usize]);
+                assert!(
+                    grew < LEAK_BOUND,
+                    "rank {r} grew by {} MiB under the same load (from {} to {} MiB): a leak",
+                    grew >> 20,
+                    settled[r as usize] >> 20,
+                    now >> 20
+                );
+            }
             let log = d.kill_and_stderr_now();
             assert!(!log.contains("panicked"), "rank {r} panicked:\n{log}");
         }

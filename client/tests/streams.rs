@@ -342,7 +342,22 @@ fn a_put_stream_keeps_two_blocks_in_flight_and_then_stops_reading() {
             async move { b().await >= (24 * MIB) as f64 }
         })
         .await;
-        let held = buffered().await;
+        // Then it must stay there: read until the figure has not changed
+        // for a second (a PutStream that read on would keep growing it).
+        let mut held = buffered().await;
+        let mut since = Instant::now();
+        let settle_by = Instant::now() + Duration::from_secs(30);
+        while since.elapsed() < Duration::from_secs(1) {
+            assert!(
+                Instant::now() < settle_by,
+                "the bytes held never settled (last {held})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = buffered().await;
+            if now != held {
+                (held, since) = (now, Instant::now());
+            }
+        }
         assert!(
             held <= (24 * MIB) as f64,
             "{held} bytes held with rank 1 stopped"

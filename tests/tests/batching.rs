@@ -189,11 +189,13 @@ fn a_batch_cut_by_a_lost_link_fails_the_ops_not_yet_acknowledged() {
     });
 }
 
-// One thread runs the rank and the test: the flusher runs only when the
-// test's task yields, and within the few yields below no timer can fire
-// (a current-thread runtime polls its timers only when it is idle or every
-// 61 polls) — so a flush that waited for company, however briefly, fails
-// this test, where a bound in milliseconds would flake on a loaded machine.
+// One thread runs the rank and the test, with the clock paused while the
+// test waits for the frame: the test's task stays runnable (it yields), so
+// the runtime is never idle and never advances the paused clock — no
+// timer can fire, however long the wait or loaded the machine. A flush
+// that waited for company, for any time at all, is never written, and the
+// test fails at its bound; one that does not wait is written within a few
+// polls.
 #[test]
 fn a_lone_op_is_sent_without_waiting_for_company() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -203,20 +205,22 @@ fn a_lone_op_is_sent_without_waiting_for_company() {
     let test = async {
         let mut f = Faked::start(Duration::from_secs(30)).await;
         let data = f.rank.window("data").unwrap();
+        tokio::time::pause();
         // Nobody waits for the op or calls quiet: its frame still leaves.
         let h = f
             .rank
             .notify_nb(1, data, 0, 1, pld_proto::NotifyOp::Set)
             .await;
-        let mut yields = 0;
+        let mut polls = 0;
         while !f.end.has_unread() {
-            yields += 1;
+            polls += 1;
             assert!(
-                yields <= 8,
-                "the lone op's frame was not written within 8 yields"
+                polls <= 10_000,
+                "the lone op's frame was not written while no time passed"
             );
             tokio::task::yield_now().await;
         }
+        tokio::time::resume();
         let frame = f.end.next().await;
         assert!(matches!(frame.header.body, Some(Body::Notify(_))));
         f.end.reply(ack(frame.header.id, 0)).await;

@@ -6,7 +6,7 @@ import grpc
 import numpy as np
 import pytest
 
-from pld_client import Client, PldBatchError
+from pld_client import Client, PldBatchError, PldError
 
 from conftest import Cluster  # noqa: F401  (the fixtures' home)
 
@@ -58,6 +58,10 @@ def test_a_batch_of_too_many_ops_is_refused_whole(cluster2):
     batch = a.batch()
     for _ in range(65_537):
         batch.notify(1, 0, 1)
-    with pytest.raises(Exception) as e:
+    # Refused by the daemon before any op runs: the call's error, not a
+    # batch of op errors.
+    with pytest.raises(PldError) as e:
         batch.run()
-    assert "65537 ops exceed the limit of 65536" in str(e.value)
+    assert not isinstance(e.value, PldBatchError), e.value
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT, e.value
+    assert "Batch: 65537 ops exceed the limit of 65536" in str(e.value)

@@ -84,10 +84,19 @@ int main(void) {
   if (me == 0) shmem_double_atomic_set(dcell, 2.5, n - 1);
   shmem_barrier_all();
   CHECK(shmem_double_atomic_fetch(dcell, n - 1) == 2.5, "double fetch");
-  float old = shmem_float_atomic_swap(fcell, (float)me, 0);
-  CHECK(old == old, "float swap returned NaN");
+  /* Each PE swaps in its own value, me + 1: the values swapped out, with
+   * the one left in the cell, are the cell's 0 and every PE's, once each. */
+  float old = shmem_float_atomic_swap(fcell, (float)(me + 1), 0);
+  CHECK(old >= 0 && old <= n && old == (float)(int)old, "float swap returned %f", old);
+  static float olds[64];
+  shmem_float_p(&olds[me], old, 0);
   shmem_barrier_all();
-  if (me == 0) CHECK(*fcell >= 0 && *fcell < n, "fcell=%f", *fcell);
+  if (me == 0) {
+    int seen[65] = {0};
+    for (int i = 0; i < n; i++) seen[(int)olds[i]]++;
+    seen[(int)*fcell]++;
+    for (int v = 0; v <= n; v++) CHECK(seen[v] == 1, "value %d swapped out or left %d times", v, seen[v]);
+  }
   shmem_atomic_set(count_i, 5, me);
   CHECK(shmem_atomic_fetch(count_i, me) == 5, "own fetch");
 

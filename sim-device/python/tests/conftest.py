@@ -4,9 +4,11 @@
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,23 @@ def daemons():
     extra = ("--window", "data=16MiB", "--window", "signal=64KiB", "--sync-timeout", "20s")
     with running_daemons(2, *extra) as (_, grpc):
         yield ",".join(grpc)
+
+
+def pause(proc, within=10.0):
+    """SIGSTOP ``proc`` and wait until every thread of it has stopped: the
+    signal is delivered asynchronously, and a thread still running for a
+    moment would answer what the test means it not to."""
+    proc.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + within
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{proc.pid}/task"):
+            try:
+                with open(f"/proc/{proc.pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                continue
+        if states and all(s in ("T", "t") for s in states):
+            return
+        assert time.monotonic() < deadline, f"process {proc.pid} not stopped {within}s after SIGSTOP: {states}"
+        time.sleep(0.005)

@@ -149,7 +149,7 @@ def test_a_rank_that_raises_cancels_the_others_at_once(tmp_path):
 def test_shapes_too_large_for_anything_are_refused_not_overflowed():
     """Shapes come from the program: the device's arithmetic on them is
     checked, so a huge one is an error, never an overflow (a panic)."""
-    from pld_pypto import PldError, _native
+    from pld_pypto import _native, errors
 
     c = _native.Cluster(2)
     try:
@@ -157,18 +157,20 @@ def test_shapes_too_large_for_anything_are_refused_not_overflowed():
         r0.alloc_window_buffer("b", 256)
         huge = [1 << 62, 1 << 62]
         view = (0, [1, 64], "fp32")
+        elements = "has more than 2^48 elements, more than any window or chip holds"
         calls = [
-            lambda: r0.tile_from(b"", huge, [1, 1], "fp32"),
-            lambda: r0.check_view((0, [1 << 40, 1 << 40, 1 << 40], "fp32")),
-            lambda: r0.put(view, 1, b"", huge),
-            lambda: r0.remote_store((b"", huge), view, 1, [0, 0], False),
-            lambda: r0.load(view, [0, 0], huge),
-            lambda: r0.get(view, 1, b"", huge),
-            lambda: r0.alloc_window_buffer("too big", (1 << 64) - 1),
+            (lambda: r0.tile_from(b"", huge, [1, 1], "fp32"), errors.TooLarge, f"tile: 'a tile' of shape {huge} {elements}"),
+            (lambda: r0.check_view((0, [1 << 40, 1 << 40, 1 << 40], "fp32")), errors.TooLarge, f"window: 'b' of shape [1099511627776, 1099511627776, 1099511627776] {elements}"),
+            (lambda: r0.put(view, 1, b"", huge), errors.TooLarge, f"put: 'src' of shape {huge} {elements}"),
+            (lambda: r0.remote_store((b"", huge), view, 1, [0, 0], False), errors.TooLarge, f"tensor: 'src' of shape {huge} {elements}"),
+            (lambda: r0.load(view, [0, 0], huge), errors.TooLarge, f"tile: 'a tile' of shape {huge} {elements}"),
+            (lambda: r0.get(view, 1, b"", huge), errors.TooLarge, f"get: 'dst' of shape {huge} {elements}"),
+            (lambda: r0.alloc_window_buffer("too big", (1 << 64) - 1), errors.WindowFull,
+             "allocating 18446744073709551615 bytes in window 'data' needs 18446744073709551615 bytes"),
         ]
-        for call in calls:
-            with pytest.raises(PldError) as e:
+        for call, kind, says in calls:
+            with pytest.raises(kind) as e:
                 call()
-            assert "2^48 elements" in str(e.value) or "needs" in str(e.value), str(e.value)
+            assert says in str(e.value), str(e.value)
     finally:
         c.close()

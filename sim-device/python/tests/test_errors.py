@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import run, running_daemons
+from conftest import pause, run, running_daemons
 from pld_pypto import PldError, _native, errors
 
 F32 = "fp32"
@@ -139,7 +139,7 @@ def test_a_peer_that_does_not_answer_is_an_op_timeout(tcp_daemons):
     procs, grpc = tcp_daemons
     c, r0 = client_cluster(grpc)
     try:
-        procs[1].send_signal(signal.SIGSTOP)
+        pause(procs[1])
         try:
             with pytest.raises(errors.OpTimeout):
                 r0.remote_load(VIEW, 1, [0, 0], [1, 64])
@@ -152,9 +152,20 @@ def test_a_peer_that_does_not_answer_is_an_op_timeout(tcp_daemons):
 def test_a_quiet_that_an_unanswered_op_outlives_is_a_quiet_timeout(tcp_daemons):
     procs, grpc = tcp_daemons
     c, r0 = client_cluster(grpc)
-    procs[1].send_signal(signal.SIGSTOP)
+    pause(procs[1])
     try:
-        load = threading.Thread(target=lambda: pytest.raises(errors.OpTimeout, r0.remote_load, VIEW, 1, [0, 0], [1, 64]))
+        # What the load raised, seen here: an exception in a thread is not
+        # the test's, so the thread records it.
+        raised = []
+
+        def unanswered_load():
+            try:
+                r0.remote_load(VIEW, 1, [0, 0], [1, 64])
+                raised.append("returned")
+            except PldError as e:
+                raised.append(type(e).__name__)
+
+        load = threading.Thread(target=unanswered_load)
         load.start()
         # Until the load is out (then for its 1 s), a short quiet waits for it.
         caught = None
@@ -164,6 +175,7 @@ def test_a_quiet_that_an_unanswered_op_outlives_is_a_quiet_timeout(tcp_daemons):
             except errors.QuietTimeout as e:
                 caught = e
         load.join()
+        assert raised == ["OpTimeout"], raised
         assert caught is not None, "no quiet saw the unanswered load"
         assert "get" in str(caught), str(caught)
     finally:
@@ -188,7 +200,9 @@ def test_any_other_failure_of_the_rank_is_rma(tcp_daemons):
     # The daemons want a client token; this cluster has none.
     with pytest.raises(errors.Rma) as e:
         _native.Cluster(2, daemons=grpc)
-    assert "UNAUTHENTICATED" in str(e.value) or "token" in str(e.value), str(e.value)
+    message = str(e.value)
+    assert "[UNAUTHENTICATED]" in message, message
+    assert "the call carries no client token" in message, message
 
 
 PROGRAM = textwrap.dedent('''\
