@@ -3,10 +3,11 @@
 //! # Concurrency model
 //!
 //! A window is memory that many peers reach at once, as in MPI RMA and
-//! OpenSHMEM. There is no lock: concurrent puts to disjoint ranges proceed in
-//! parallel, and atomics are single hardware atomic instructions (or CAS loops
-//! for floating point) on naturally aligned cells, so any number of ranks can
-//! add to the same cells without losing an update.
+//! OpenSHMEM. Data takes no lock: concurrent puts to disjoint ranges
+//! proceed in parallel. Every mutating atomic holds the lock of the 64 KiB
+//! stripe it touches (elementwise adds of any dtype, the single-cell ops and
+//! notifies alike; see `window::atomic`), so any number of ranks can add to
+//! the same cells without losing an update.
 //!
 //! Plain reads and writes copy bytes through raw pointers; no Rust reference
 //! to window memory ever outlives one copy. A program that lets a put race a
