@@ -58,7 +58,7 @@ def pause(pid: int, within: float = 10.0):
 
 
 class Cluster:
-    def __init__(self, n: int, transport: str = "quic", extra=()):
+    def __init__(self, n: int, transport: str = "quic", extra=(), windows=("data=32MiB", "signal=64KiB", "collective=4MiB")):
         ports = free_ports(2 * n)
         peers = ",".join(f"127.0.0.1:{p}" for p in ports[:n])
         self.grpc = [f"127.0.0.1:{p}" for p in ports[n:]]
@@ -74,7 +74,7 @@ class Cluster:
             cmd = [
                 daemon_bin(), "--rank", str(r), "--peers", peers, "--transport", transport,
                 "--tls-dir", self.tls_dir,
-                "--grpc", self.grpc[r], "--window", "data=32MiB", "--window", "signal=64KiB", "--window", "collective=4MiB",
+                "--grpc", self.grpc[r], *(a for w in windows for a in ("--window", w)),
                 "--sync-timeout", "20s", *extra,
             ]
             self.cmds.append(cmd)

@@ -201,3 +201,27 @@ def test_a_stalled_put_stream_is_stalled():
         cl.close()
     finally:
         c.stop()
+
+
+def test_no_collective_window_and_a_stream_that_does_not_decode():
+    c = Cluster(1, windows=("data=1MiB",))
+    try:
+        cl = Client(c.grpc[0])
+        with pytest.raises(PldError) as e:
+            cl.all_reduce([1.0], dtype="fp32")
+        assert (e.value.reason, e.value.code) == ("NO_COLLECTIVE_WINDOW", C.FAILED_PRECONDITION)
+        assert e.value.metadata["call"] == "AllReduce"
+
+        # A second message whose window name is not UTF-8 (field 1, the
+        # header, holding field 2, the window): the client's stream fails.
+        first = pb.PutStreamRequest(header=pb.PutStreamHeader(rank=0, window="data", len=16), data=b"\x01" * 8)
+        header = b"\x12\x02\xff\xfe"
+        second = b"\x0a" + bytes([len(header)]) + header + b"\x12\x08" + b"\x02" * 8
+        channel = grpc.insecure_channel(c.grpc[0])
+        put_stream = channel.stream_unary("/pld.v1.Pld/PutStream", request_serializer=lambda m: m, response_deserializer=pb.PutResponse.FromString)
+        assert reason_of(lambda: cl._call(put_stream, iter([first.SerializeToString(), second]))) == ("CLIENT_STREAM", C.INVALID_ARGUMENT)
+        channel.close()
+        assert len(cl.get(0, 0, 8)) == 8  # the daemon serves on
+        cl.close()
+    finally:
+        c.stop()

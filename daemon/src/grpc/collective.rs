@@ -83,8 +83,14 @@ async fn agree(
     let (me, p) = (u64::from(r.rank()), r.nranks());
     let size = coll::Call::SIZE as u64;
     let slot = call.encode();
+    // Puts with handles, not put_nbi: a put that fails is this
+    // collective's error, not one left for the client's next Quiet.
+    let mut puts = Vec::with_capacity(p as usize);
     for peer in 0..p {
-        r.put_nbi(peer, window, at + me * size, &slot).await?;
+        puts.push(r.put_nb(peer, window, at + me * size, &slot).await?);
+    }
+    for put in puts {
+        put.wait().await?;
     }
     r.barrier().await?;
     let all = r.get(r.rank(), window, at, u64::from(p) * size).await?;

@@ -172,9 +172,7 @@ impl Error {
             }
             // One code for "too large" everywhere: tonic's own limit says it too.
             Error::TooLarge { .. } => Code::ResourceExhausted,
-            Error::ClientStream { status, .. } => {
-                remapped(status).map_or(status.code(), |s| s.code())
-            }
+            Error::ClientStream { status, .. } => status.code(),
             Error::Unauthenticated(_) => Code::Unauthenticated,
             Error::PutStalled { .. } => Code::DeadlineExceeded,
             Error::Internal(_) => Code::Internal,
@@ -237,6 +235,15 @@ fn is_undecodable(status: &Status) -> bool {
 /// The code a client sees for `status` once [`remap_codec_errors`] ran.
 pub(crate) fn client_code(status: &Status) -> Code {
     remapped(status).map_or(status.code(), |s| s.code())
+}
+
+impl Error {
+    /// The client's stream failed with `status`: a message that does not
+    /// decode or is too large is the client's fault, said as such.
+    pub(crate) fn client_stream(call: &'static str, status: Status) -> Error {
+        let status = remapped(&status).unwrap_or(status);
+        Error::ClientStream { call, status }
+    }
 }
 
 fn remapped(status: &Status) -> Option<Status> {

@@ -43,10 +43,9 @@ impl Inflight {
 }
 
 async fn next(s: &mut Streaming<PutStreamRequest>) -> Result<Option<PutStreamRequest>, Error> {
-    s.message().await.map_err(|status| Error::ClientStream {
-        call: "PutStream",
-        status,
-    })
+    s.message()
+        .await
+        .map_err(|status| Error::client_stream("PutStream", status))
 }
 
 struct Target {
