@@ -104,6 +104,15 @@ pub(crate) fn fatal(msg: impl std::fmt::Display) -> ! {
     unsafe { libc::exit(1) }
 }
 
+/// Says `msg` as a warning of this PE; the program goes on.
+pub(crate) fn warn(msg: impl std::fmt::Display) {
+    let who = PE.get().map(|p| format!("PE {}", p.rank.rank()));
+    crate::say::line(format_args!(
+        "pld-shmem: {}: warning: {msg}",
+        who.as_deref().unwrap_or("PE ?")
+    ));
+}
+
 /// The PE, for the call `call`; fatal before `shmem_init`, and after
 /// `shmem_finalize` (which must be the last call: its links are closed),
 /// whichever path the call would take.

@@ -77,6 +77,11 @@ const MEMORY: [&str; 2] = ["on", "off"];
 /// Runs `src` at each of `nps` PEs over both transports, with and without
 /// shared memory.
 fn passes_at(src: &str, expect: &str, nps: &[u32]) {
+    passes_with(src, &[], expect, nps);
+}
+
+/// [`passes_at`], the program given `args`.
+fn passes_with(src: &str, args: &[&str], expect: &str, nps: &[u32]) {
     let prog = compile(src);
     for transport in ["quic", "tcp"] {
         for shared in MEMORY {
@@ -89,9 +94,16 @@ fn passes_at(src: &str, expect: &str, nps: &[u32]) {
                     "--shared-memory",
                     shared,
                 ];
-                let o = oshrun_with(&prog, np, &flags);
+                let o = oshrun_cmd()
+                    .args(["-np", &np.to_string()])
+                    .args(flags)
+                    .arg(&prog)
+                    .args(args)
+                    .output()
+                    .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
                 let out = text(&o);
-                let how = format!("{src} at {np} PEs over {transport}, shared memory {shared}");
+                let how =
+                    format!("{src} {args:?} at {np} PEs over {transport}, shared memory {shared}");
                 assert!(o.status.success(), "{how}: {out}");
                 let want = format!("{expect} on {np} PEs");
                 assert!(out.contains(&want), "{how} did not print '{want}': {out}");
@@ -204,6 +216,30 @@ fn teams_split_translate_sync_and_free_their_slots() {
     passes_at("tests/c/teams.c", "teams: OK", &[2, 3, 4, 8]);
 }
 
+// Through shared memory a team of more than 16 members syncs with the
+// dissemination barrier over its cells, not the flag barrier.
+#[test]
+fn teams_of_more_than_sixteen_members_sync_through_shared_memory() {
+    let prog = compile("tests/c/teams.c");
+    for transport in ["quic", "tcp"] {
+        let o = oshrun_with(
+            &prog,
+            17,
+            &[
+                "--transport",
+                transport,
+                "--timeout",
+                "60s",
+                "--shared-memory",
+                "on",
+            ],
+        );
+        let out = text(&o);
+        assert!(o.status.success(), "17 PEs over {transport}: {out}");
+        assert!(out.contains("teams: OK on 17 PEs"), "{out}");
+    }
+}
+
 #[test]
 fn every_team_collective_of_every_type_matches_its_definition_on_every_team_shape() {
     passes_at("tests/c/collectives.c", "collectives: OK", &[2, 3, 4, 8]);
@@ -222,6 +258,96 @@ fn contexts_complete_their_own_ops_and_number_pes_as_their_team() {
 #[test]
 fn locks_exclude_under_contention_and_test_lock_takes_only_a_free_lock() {
     passes_at("tests/c/locks.c", "locks: OK", &[2, 3, 4, 8]);
+}
+
+// Without the exit handler PE 0 timed out in 23 of these 24 runs: the
+// returned PEs' last puts, or their last barrier signals, never came.
+#[test]
+fn a_program_returning_without_finalize_still_delivers_its_last_puts_and_barrier() {
+    for mode in ["data", "barrier"] {
+        passes_with(
+            "tests/c/no_finalize.c",
+            &[mode],
+            "no_finalize: OK",
+            &[2, 3, 4],
+        );
+    }
+}
+
+// 1.5, 9.3: an allocation the heap cannot give returns NULL on every PE,
+// and realloc leaves its block; SHMEM_SYMMETRIC_SIZE sets the heap.
+#[test]
+fn shmem_symmetric_size_bounds_the_heap_and_a_full_heap_returns_null() {
+    let prog = compile("tests/c/heap_size.c");
+    for (mib, shared) in [("8", "on"), ("8", "off"), ("40", "off")] {
+        let o = oshrun_cmd()
+            .args(["-np", "3", "--transport", "tcp", "--timeout", "30s"])
+            .args(["--shared-memory", shared])
+            .arg(&prog)
+            .arg(mib)
+            .env("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+        let out = text(&o);
+        assert!(
+            o.status.success(),
+            "{mib} MiB, shared memory {shared}: {out}"
+        );
+        assert!(out.contains("heap_size: OK on 3 PEs"), "{out}");
+        let bytes = mib.parse::<u64>().unwrap() << 20;
+        for call in ["shmem_malloc", "shmem_calloc", "shmem_realloc"] {
+            let want = format!(
+                "warning: {call}({bytes}) returns NULL: the symmetric heap has no {bytes} free bytes"
+            );
+            assert_eq!(out.matches(&want).count(), 3, "{want}: {out}");
+        }
+        assert!(out.contains("set SHMEM_SYMMETRIC_SIZE for more"), "{out}");
+    }
+    // The program's half of a 40 MiB heap does not fit a heap of 8.
+    let o = oshrun_cmd()
+        .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+        .arg(&prog)
+        .arg("40")
+        .env("SHMEM_SYMMETRIC_SIZE", "8M")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("half the heap (20971520 bytes) did not fit"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_lock_passes_to_its_waiters_in_arrival_order() {
+    passes_with(
+        "tests/c/lock_order.c",
+        &["fifo"],
+        "lock_order: OK",
+        &[2, 4, 8],
+    );
+}
+
+#[test]
+fn a_lock_wait_fails_at_the_timeout_naming_the_lock_and_the_pe_ahead() {
+    let prog = compile("tests/c/lock_order.c");
+    for shared in MEMORY {
+        let o = oshrun_cmd()
+            .args(["-np", "3", "--transport", "tcp", "--timeout", "3s"])
+            .args(["--shared-memory", shared])
+            .arg(&prog)
+            .arg("timeout")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(1), "shared memory {shared}: {out}");
+        assert!(
+            out.contains("pld-shmem: PE 1: error: shmem_set_lock: timed out after 3s waiting for PE 0 to hand on its hold of the lock at 0x"),
+            "shared memory {shared}: {out}"
+        );
+        assert!(out.contains("`lock`+0)"), "{out}");
+    }
 }
 
 #[test]
@@ -473,6 +599,29 @@ fn checked_names_an_unordered_put_and_get_with_both_pes_the_calls_and_the_object
         assert!(
             r.contains("PE 2 read (get / remote_load) [shmem get / g / iget]"),
             "{r}"
+        );
+    }
+    // --checked=strict refuses the racing access: the PE whose access
+    // came second (PE 0's put or PE 2's get, of the table or the heap
+    // block) fails, naming the race.
+    let o = oshrun_with(&prog, 3, &["--checked=strict", "--timeout", "30s"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let refused: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("rejected put") || l.contains("rejected get"))
+        .collect();
+    assert!(!refused.is_empty(), "no access refused: {out}");
+    for l in refused {
+        assert!(
+            l.starts_with("pld-shmem: PE 0: error: shmem_quiet:")
+                || l.starts_with("pld-shmem: PE 2: error: shmem_long_g:"),
+            "{l}"
+        );
+        assert!(
+            l.contains("race on rank 1's window 'shmem.data' bytes 152..160")
+                || l.contains("race on rank 1's window 'shmem.heap' bytes 1114128..1114136"),
+            "{l}"
         );
     }
     // The same programs that order their accesses report nothing.

@@ -2,7 +2,7 @@
 //! 1.3-era names existing programs still use.
 
 use crate::heap::MIN_ALIGN;
-use crate::pe::{Pe, fatal, init, pe, pe_query};
+use crate::pe::{Pe, fatal, init, pe, pe_query, warn};
 use std::ffi::{c_char, c_void};
 
 /// `shmem_init`: starts this PE's rank and connects to the others.
@@ -153,10 +153,23 @@ fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
     let got = p.heap().alloc(size as u64, align as u64);
     let ptr = match got {
         Ok(off) => (p.heap_base() + off as usize) as *mut c_void,
-        Err(e) => fatal(format!("{call}({size}): {e}")),
+        Err(e) => no_room(call, size, e),
     };
     super::sync::shmem_barrier_all();
     ptr
+}
+
+/// An allocation the heap cannot give. A full heap is NULL, as the
+/// specification says (the same on every PE: the same calls carve the
+/// same heap), with a line naming the call and SHMEM_SYMMETRIC_SIZE, for a
+/// program that does not look; a size no heap could hold or a bad
+/// alignment is the program's bug, and fatal.
+fn no_room(call: &'static str, size: usize, e: crate::heap::HeapError) -> *mut c_void {
+    if !matches!(e, crate::heap::HeapError::Exhausted { .. }) {
+        fatal(format!("{call}({size}): {e}"));
+    }
+    warn(format!("{call}({size}) returns NULL: {e}"));
+    std::ptr::null_mut()
 }
 
 /// The heap offset of a pointer the heap handed out.
@@ -198,7 +211,11 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     }
     let off = match p.heap().alloc(total as u64, MIN_ALIGN) {
         Ok(off) => off,
-        Err(e) => fatal(format!("shmem_calloc({count}, {size}): {e}")),
+        Err(e) => {
+            let null = no_room("shmem_calloc", total, e);
+            super::sync::shmem_barrier_all();
+            return null;
+        }
     };
     let ptr = (p.heap_base() + off as usize) as *mut u8;
     // SAFETY: the allocation is `total` bytes of this PE's heap window.
@@ -256,9 +273,14 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         }
         new
     };
+    // A full heap leaves the block as it was.
     let new = match new {
         Ok(n) => n,
-        Err(e) => fatal(format!("shmem_realloc({size}): {e}")),
+        Err(e) => {
+            let null = no_room("shmem_realloc", size, e);
+            super::sync::shmem_barrier_all();
+            return null;
+        }
     };
     let base = p.heap_base();
     // SAFETY: both blocks are in this PE's heap window; `copy` allows overlap.
