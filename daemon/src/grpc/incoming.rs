@@ -441,12 +441,12 @@ async fn handshake(
     admission: &Admission,
     slot: Slot,
 ) -> Result<ClientConn, String> {
-    let _ = tcp.set_nodelay(true);
-    let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(
-        &socket2::TcpKeepalive::new()
-            .with_time(Duration::from_secs(30))
-            .with_interval(Duration::from_secs(10)),
-    );
+    if let Err(e) = super::socket::tune(&tcp) {
+        tracing::warn!(
+            client = ?info.remote,
+            "cannot set TCP_NODELAY and keep-alive on a client connection: {e}"
+        );
+    }
     let mut io = match &admission.tls {
         Some(acceptor) => Io::Tls(Box::new(
             acceptor

@@ -19,6 +19,7 @@ mod incoming;
 mod metrics;
 mod request;
 mod service;
+mod socket;
 mod stream;
 mod unhandled;
 
