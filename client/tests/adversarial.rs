@@ -187,13 +187,7 @@ async fn call_get_as<M: prost::Message + Send + Sync + 'static>(
     m: M,
     token: Option<&str>,
 ) -> Result<pld_proto::v1::GetResponse, tonic::Status> {
-    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
+    let mut grpc = common::grpc(addr).await;
     let codec = tonic_prost::ProstCodec::<M, pld_proto::v1::GetResponse>::default();
     let path = tonic::codegen::http::uri::PathAndQuery::from_static("/pld.v1.Pld/Get");
     let mut req = tonic::Request::new(m);

@@ -303,13 +303,7 @@ fn a_daemon_without_a_collective_window_and_a_broken_stream_name_their_reasons()
         is(&e, "NO_COLLECTIVE_WINDOW", Code::FailedPrecondition);
         assert_eq!(e.detail().unwrap().get("call"), Some("AllReduce"), "{e}");
 
-        let channel = tonic::transport::Channel::from_shared(format!("http://{}", c.grpc[0]))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut grpc = tonic::client::Grpc::new(channel);
-        grpc.ready().await.unwrap();
+        let mut grpc = common::grpc(&c.grpc[0]).await;
         let first = LooseStreamMessage {
             header: Some(LooseHeader {
                 rank: 0,

@@ -6,7 +6,9 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_tests::harness;
-use std::process::Command;
+mod common;
+
+use common::bench;
 
 fn main() {
     harness::main_each(vec![
@@ -21,23 +23,6 @@ fn main() {
             Box::new(pld_bench_plot_draws_labelled_latency_and_bandwidth_charts_as_svg_and_png),
         ),
     ])
-}
-
-/// Runs pld-bench with `args`; its stdout, once it has succeeded.
-fn bench(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run pld-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "pld-bench {} failed:\n{stdout}\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// What `--mpi` needs and this machine lacks: Open MPI's compiler.

@@ -3,6 +3,9 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod common;
+
+use common::bench;
 use std::process::Command;
 
 fn daemon() -> Command {
@@ -313,23 +316,6 @@ fn the_demo_prints_ok_over_both_transports() {
         assert!(out.contains("[3.0, 5.0, 7.0, 9.0]"), "{out}");
         assert!(out.trim_end().ends_with("OK"), "{out}");
     }
-}
-
-/// Runs pld-bench with `args`; its stdout, once it has succeeded.
-fn bench(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_pld-bench"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run pld-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "pld-bench {} failed:\n{stdout}\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 #[test]

@@ -47,12 +47,53 @@ fn oshrun(prog: &Path, np: u32, transport: &str, timeout: &str) -> Output {
 }
 
 fn oshrun_with(prog: &Path, np: u32, flags: &[&str]) -> Output {
-    oshrun_cmd()
-        .args(["-np", &np.to_string()])
-        .args(flags)
-        .arg(prog)
+    finish(
+        oshrun_cmd()
+            .args(["-np", &np.to_string()])
+            .args(flags)
+            .arg(prog),
+    )
+    .0
+}
+
+/// Runs `prog CASE` at 2 PEs over TCP for each `(CASE, WANT)` of
+/// `cases`, with shared memory and without: each must end with status 1
+/// saying WANT, never print that the case was not refused, and pass
+/// `more(case, how, output)`.
+fn refused_on_both_paths(prog: &Path, cases: &[(&str, &str)], more: impl Fn(&str, &str, &str)) {
+    for shared in MEMORY {
+        for &(case, want) in cases {
+            let (o, out) = finish(
+                oshrun_cmd()
+                    .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+                    .args(["--shared-memory", shared])
+                    .arg(prog)
+                    .arg(case),
+            );
+            let how = format!("{case}, shared memory {shared}");
+            assert_eq!(o.status.code(), Some(1), "{how}: {out}");
+            assert!(out.contains(want), "{how}: want '{want}': {out}");
+            assert!(!out.contains("was not refused"), "{how}: {out}");
+            more(case, &how, &out);
+        }
+    }
+}
+
+/// Runs `cmd`, which must end with status 1 and say `want`; its text.
+fn fails_saying(cmd: &mut Command, want: &str) -> String {
+    let (o, out) = finish(cmd);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains(want), "want '{want}': {out}");
+    out
+}
+
+/// Runs `cmd` to its end: its output, and that as text.
+fn finish(cmd: &mut Command) -> (Output, String) {
+    let o = cmd
         .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"))
+        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
+    let out = text(&o);
+    (o, out)
 }
 
 fn text(o: &Output) -> String {
@@ -94,14 +135,13 @@ fn passes_with(src: &str, args: &[&str], expect: &str, nps: &[u32]) {
                     "--shared-memory",
                     shared,
                 ];
-                let o = oshrun_cmd()
-                    .args(["-np", &np.to_string()])
-                    .args(flags)
-                    .arg(&prog)
-                    .args(args)
-                    .output()
-                    .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-                let out = text(&o);
+                let (o, out) = finish(
+                    oshrun_cmd()
+                        .args(["-np", &np.to_string()])
+                        .args(flags)
+                        .arg(&prog)
+                        .args(args),
+                );
                 let how =
                     format!("{src} {args:?} at {np} PEs over {transport}, shared memory {shared}");
                 assert!(o.status.success(), "{how}: {out}");
@@ -280,42 +320,40 @@ fn a_program_returning_without_finalize_still_delivers_its_last_puts_and_barrier
 fn shmem_symmetric_size_bounds_the_heap_and_a_full_heap_returns_null() {
     let prog = compile("tests/c/heap_size.c");
     for (mib, shared) in [("8", "on"), ("8", "off"), ("40", "off")] {
-        let o = oshrun_cmd()
-            .args(["-np", "3", "--transport", "tcp", "--timeout", "30s"])
-            .args(["--shared-memory", shared])
-            .arg(&prog)
-            .arg(mib)
-            .env("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"))
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-        let out = text(&o);
+        let (o, out) = finish(
+            oshrun_cmd()
+                .args(["-np", "3", "--transport", "tcp", "--timeout", "30s"])
+                .args(["--shared-memory", shared])
+                .arg(&prog)
+                .arg(mib)
+                .env("SHMEM_SYMMETRIC_SIZE", format!("{mib}M")),
+        );
         assert!(
             o.status.success(),
             "{mib} MiB, shared memory {shared}: {out}"
         );
         assert!(out.contains("heap_size: OK on 3 PEs"), "{out}");
         let bytes = mib.parse::<u64>().unwrap() << 20;
-        for call in ["shmem_malloc", "shmem_calloc", "shmem_realloc"] {
+        for call in [
+            format!("shmem_malloc({bytes})"),
+            format!("shmem_calloc(1, {bytes})"),
+            format!("shmem_realloc({bytes})"),
+        ] {
             let want = format!(
-                "warning: {call}({bytes}) returns NULL: the symmetric heap has no {bytes} free bytes"
+                "warning: {call} returns NULL: the symmetric heap has no {bytes} free bytes"
             );
             assert_eq!(out.matches(&want).count(), 3, "{want}: {out}");
         }
         assert!(out.contains("set SHMEM_SYMMETRIC_SIZE for more"), "{out}");
     }
     // The program's half of a 40 MiB heap does not fit a heap of 8.
-    let o = oshrun_cmd()
-        .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
-        .arg(&prog)
-        .arg("40")
-        .env("SHMEM_SYMMETRIC_SIZE", "8M")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(
-        out.contains("half the heap (20971520 bytes) did not fit"),
-        "{out}"
+    fails_saying(
+        oshrun_cmd()
+            .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+            .arg(&prog)
+            .arg("40")
+            .env("SHMEM_SYMMETRIC_SIZE", "8M"),
+        "half the heap (20971520 bytes) did not fit",
     );
 }
 
@@ -333,14 +371,13 @@ fn a_lock_passes_to_its_waiters_in_arrival_order() {
 fn a_lock_wait_fails_at_the_timeout_naming_the_lock_and_the_pe_ahead() {
     let prog = compile("tests/c/lock_order.c");
     for shared in MEMORY {
-        let o = oshrun_cmd()
-            .args(["-np", "3", "--transport", "tcp", "--timeout", "3s"])
-            .args(["--shared-memory", shared])
-            .arg(&prog)
-            .arg("timeout")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-        let out = text(&o);
+        let (o, out) = finish(
+            oshrun_cmd()
+                .args(["-np", "3", "--transport", "tcp", "--timeout", "3s"])
+                .args(["--shared-memory", shared])
+                .arg(&prog)
+                .arg("timeout"),
+        );
         assert_eq!(o.status.code(), Some(1), "shared memory {shared}: {out}");
         assert!(
             out.contains("pld-shmem: PE 1: error: shmem_set_lock: timed out after 3s waiting for PE 0 to hand on its hold of the lock at 0x"),
@@ -408,13 +445,12 @@ fn global_exit_ends_the_job_with_its_status_and_stops_the_rest() {
     // A failure is never reported as success: the launcher exits with
     // what exit() gives the status (its low 8 bits), as a shell sees it.
     for (status, want) in [(-1, 255), (1, 1), (255, 255), (-2, 254), (300, 44)] {
-        let o = oshrun_cmd()
-            .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
-            .arg(&prog)
-            .arg(status.to_string())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-        let out = text(&o);
+        let (o, out) = finish(
+            oshrun_cmd()
+                .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
+                .arg(&prog)
+                .arg(status.to_string()),
+        );
         assert_eq!(
             o.status.code(),
             Some(want),
@@ -802,34 +838,17 @@ fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
         ),
         ("reserved", "shmem_long_put: 8 bytes at 0x"),
     ];
-    for shared in MEMORY {
-        for (case, want) in cases {
-            let o = oshrun_cmd()
-                .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
-                .args(["--shared-memory", shared])
-                .arg(&prog)
-                .arg(case)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-            let out = text(&o);
-            let how = format!("{case}, shared memory {shared}");
-            assert_eq!(o.status.code(), Some(1), "{how}: {out}");
-            assert!(out.contains("pld-shmem: PE "), "{how}: {out}");
-            assert!(out.contains(want), "{how}: want '{want}': {out}");
-            assert!(
-                !out.contains("was not refused") && !out.contains(" gave "),
-                "{how}: {out}"
-            );
-        }
-    }
+    refused_on_both_paths(&prog, &cases, |case, how, out| {
+        assert!(out.contains("pld-shmem: PE "), "{how}: {out}");
+        assert!(!out.contains(" gave "), "{case}, {how}: {out}");
+    });
     // The put into the reserved bytes says why it is refused.
-    let o = oshrun_cmd()
-        .args(["-np", "2", "--transport", "tcp"])
-        .arg(&prog)
-        .arg("reserved")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-    let out = text(&o);
+    let (_, out) = finish(
+        oshrun_cmd()
+            .args(["-np", "2", "--transport", "tcp"])
+            .arg(&prog)
+            .arg("reserved"),
+    );
     assert!(
         out.contains(
             "which pld keeps for its own cells (the program's symmetric objects start at 0x"
@@ -837,18 +856,13 @@ fn sizes_counts_and_strides_that_overflow_are_refused_by_name_on_both_paths() {
         "{out}"
     );
     // A heap too small for pld's own cells is refused at start, by name.
-    let o = oshrun_cmd()
-        .args(["-np", "2", "--transport", "tcp"])
-        .arg(&prog)
-        .arg("none")
-        .env("SHMEM_SYMMETRIC_SIZE", "64K")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(
-        out.contains("SHMEM_SYMMETRIC_SIZE=64K: smaller than the"),
-        "{out}"
+    fails_saying(
+        oshrun_cmd()
+            .args(["-np", "2", "--transport", "tcp"])
+            .arg(&prog)
+            .arg("none")
+            .env("SHMEM_SYMMETRIC_SIZE", "64K"),
+        "SHMEM_SYMMETRIC_SIZE=64K: smaller than the",
     );
 }
 
@@ -878,13 +892,12 @@ fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagree
         ),
     ];
     for (case, want) in cases {
-        let o = oshrun_cmd()
-            .args(["-np", "3", "--checked", "--timeout", "30s"])
-            .arg(&prog)
-            .arg(case)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-        let out = text(&o);
+        let (o, out) = finish(
+            oshrun_cmd()
+                .args(["-np", "3", "--checked", "--timeout", "30s"])
+                .arg(&prog)
+                .arg(case),
+        );
         assert_eq!(o.status.code(), Some(1), "{case}: {out}");
         assert!(out.contains(want), "{case}: want '{want}': {out}");
         assert!(!out.contains("returned"), "{case}: {out}");
@@ -902,11 +915,7 @@ fn checked_fails_every_pe_of_a_collective_whose_pes_disagree_naming_the_disagree
 #[test]
 fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_starts() {
     let started = std::time::Instant::now();
-    let o = oshrun_cmd()
-        .args(["-np", "100000", "/bin/true"])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-    let out = text(&o);
+    let (o, out) = finish(oshrun_cmd().args(["-np", "100000", "/bin/true"]));
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(
         out.contains("pld-oshrun: error: -np 100000: 100000 PEs on this host would hold about"),
@@ -919,11 +928,7 @@ fn a_job_larger_than_the_host_or_an_unknown_flag_is_refused_before_anything_star
     );
     // An unknown flag is a flag the launcher does not know, not a program
     // it cannot find.
-    let o = oshrun_cmd()
-        .args(["--np-typo", "2", "/bin/true"])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-    let out = text(&o);
+    let (o, out) = finish(oshrun_cmd().args(["--np-typo", "2", "/bin/true"]));
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(out.contains("unexpected argument '--np-typo'"), "{out}");
     assert!(!out.contains("cannot start"), "{out}");
@@ -958,31 +963,18 @@ fn misaligned_cells_null_fetches_and_calls_after_finalize_are_refused_by_name_on
             "shmem_long_p called after shmem_finalize, which must be the last OpenSHMEM call",
         ),
     ];
-    for shared in MEMORY {
-        for (case, want) in cases {
-            let o = oshrun_cmd()
-                .args(["-np", "2", "--transport", "tcp", "--timeout", "30s"])
-                .args(["--shared-memory", shared])
-                .arg(&prog)
-                .arg(case)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run pld-oshrun: {e}"));
-            let out = text(&o);
-            let how = format!("{case}, shared memory {shared}");
-            assert_eq!(o.status.code(), Some(1), "{how}: {out}");
-            assert!(out.contains(want), "{how}: want '{want}': {out}");
-            assert!(!out.contains("was not refused"), "{how}: {out}");
-            if case.starts_with("misaligned") {
-                assert!(out.contains("is not aligned to 8 bytes"), "{how}: {out}");
-            }
-            if case == "after_finalize" {
-                assert!(
-                    out.contains("PE 0 of 2 after shmem_finalize"),
-                    "{how}: {out}"
-                );
-            }
+    refused_on_both_paths(&prog, &cases, |case, how, out| {
+        if case.starts_with("misaligned") {
+            assert!(out.contains("is not aligned to 8 bytes"), "{how}: {out}");
         }
-    }
+        if case == "after_finalize" {
+            assert!(
+                // Whichever PE fails first, the launcher stops the other.
+                out.contains(" of 2 after shmem_finalize"),
+                "{how}: {out}"
+            );
+        }
+    });
 }
 
 #[test]

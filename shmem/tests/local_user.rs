@@ -8,7 +8,7 @@
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use pld_tests::harness;
-use pld_tests::local_user::{self, SharedTmp, after_planting, listing};
+use pld_tests::local_user::{self, SharedTmp};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -57,56 +57,11 @@ fn the_launcher_neither_uses_nor_follows_a_planted_key_directory() {
         &trace_arg,
         &prog_arg,
     ];
-    let out = after_planting(plant, Path::new(OSHRUN), &args)
-        .env_remove("LD_LIBRARY_PATH")
-        .env("TMPDIR", tmp.path())
-        .env("VICTIM", &victim)
-        .env("LOOT", &loot)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{:?}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_ne!(out.status.code(), Some(97), "planting failed: {text}");
+    let (out, text) = tmp.run_after_planting(plant, Path::new(OSHRUN), &args, &victim, &loot);
     assert!(out.status.success(), "the job: {text}");
     for pe in 0..2 {
         assert!(text.contains(&format!("Hello from PE {pe} of 2")), "{text}");
     }
     assert!(trace.is_file(), "the job's trace: {text}");
-    let planted = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("pld-oshrun-"))
-        .map(|e| e.path())
-        .unwrap_or_else(|| {
-            panic!("the planted directory is gone (removed by the launcher): {text}")
-        });
-    let entries = listing(&planted);
-    assert_eq!(entries.len(), 7, "nothing added: {entries:?}");
-    assert!(
-        entries
-            .iter()
-            .all(|(_, uid, target)| *uid == local_user::UID && target.is_some()),
-        "{entries:?}"
-    );
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
-    assert_eq!(
-        std::fs::read(&loot).unwrap(),
-        b"",
-        "a key was written into the other user's file"
-    );
-    let left: Vec<String> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("pld-"))
-        .collect();
-    assert_eq!(
-        left.len(),
-        1,
-        "the job's own directory is removed: {left:?}"
-    );
+    tmp.assert_planted_untouched("pld-oshrun-", 7, &victim, &loot, &text);
 }

@@ -57,6 +57,84 @@ impl SharedTmp {
     }
 }
 
+impl SharedTmp {
+    /// Runs `program args` after the other user ran `plant`
+    /// ([`after_planting`]), with this directory as `TMPDIR` and `VICTIM`
+    /// and `LOOT` set for the script (and the cargo test's
+    /// `LD_LIBRARY_PATH` removed: the program loads what it was linked
+    /// with). The output, and it as text; fails the test if planting did.
+    pub fn run_after_planting(
+        &self,
+        plant: &str,
+        program: &Path,
+        args: &[&str],
+        victim: &Path,
+        loot: &Path,
+    ) -> (std::process::Output, String) {
+        let out = after_planting(plant, program, args)
+            .env_remove("LD_LIBRARY_PATH")
+            .env("TMPDIR", self.path())
+            .env("VICTIM", victim)
+            .env("LOOT", loot)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{:?}\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(97), "planting failed: {text}");
+        (out, text)
+    }
+
+    /// After the program ran (`text`, its output): the directory the
+    /// other user planted (the one whose name starts with `prefix`) is
+    /// still there, holding only that user's `links` symlinks; `victim`
+    /// is untouched and `loot` empty (nothing written through a link);
+    /// and the program's own directory is gone, so only the planted one
+    /// is left.
+    pub fn assert_planted_untouched(
+        &self,
+        prefix: &str,
+        links: usize,
+        victim: &Path,
+        loot: &Path,
+        text: &str,
+    ) {
+        let names = || {
+            std::fs::read_dir(self.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+        };
+        let planted = names()
+            .find(|n| n.starts_with(prefix))
+            .map(|n| self.path().join(n))
+            .unwrap_or_else(|| panic!("the planted directory is gone (removed): {text}"));
+        let entries = listing(&planted);
+        assert_eq!(entries.len(), links, "nothing added: {entries:?}");
+        assert!(
+            entries
+                .iter()
+                .all(|(_, uid, target)| *uid == UID && target.is_some()),
+            "{entries:?}"
+        );
+        assert_eq!(std::fs::read_to_string(victim).unwrap(), "untouched\n");
+        assert_eq!(
+            std::fs::read(loot).unwrap(),
+            b"",
+            "a key was written into the other user's file"
+        );
+        let left: Vec<String> = names().filter(|n| n.starts_with("pld-")).collect();
+        assert_eq!(
+            left.len(),
+            1,
+            "the program's own directory is removed: {left:?}"
+        );
+    }
+}
+
 impl Drop for SharedTmp {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

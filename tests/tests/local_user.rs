@@ -7,7 +7,7 @@
 
 // Test code: a failed unwrap is a failed test, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use pld_tests::local_user::{self, SharedTmp, after_planting, listing};
+use pld_tests::local_user::{self, SharedTmp};
 use pld_tests::{daemon_bin, harness};
 
 fn main() {
@@ -26,47 +26,14 @@ fn the_demo_neither_uses_nor_follows_a_planted_key_directory() {
     let plant = r#"d="$TMPDIR/pld-tls-$1-0"; mkdir "$d"; : > "$LOOT"; chmod 666 "$LOOT"
         ln -s "$VICTIM" "$d/ca.pem"; ln -s "$VICTIM" "$d/rank-0.pem"; ln -s "$VICTIM" "$d/rank-1.pem"
         ln -s "$LOOT" "$d/rank-0.key"; ln -s "$LOOT" "$d/rank-1.key"; ln -s "$LOOT" "$d/grpc.key""#;
-    let out = after_planting(plant, &daemon_bin(), &["demo", "--transport", "tcp"])
-        .env("TMPDIR", tmp.path())
-        .env("VICTIM", &victim)
-        .env("LOOT", &loot)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{:?}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (out, text) = tmp.run_after_planting(
+        plant,
+        &daemon_bin(),
+        &["demo", "--transport", "tcp"],
+        &victim,
+        &loot,
     );
-    assert_ne!(out.status.code(), Some(97), "planting failed: {text}");
     assert!(out.status.success(), "the demo: {text}");
-    let planted = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("pld-tls-"))
-        .map(|e| e.path())
-        .unwrap_or_else(|| panic!("the planted directory is gone (removed by the demo): {text}"));
     // Untouched: still the other user's six symlinks, nothing added.
-    let entries = listing(&planted);
-    assert_eq!(entries.len(), 6, "{entries:?}");
-    assert!(
-        entries
-            .iter()
-            .all(|(_, uid, target)| *uid == local_user::UID && target.is_some()),
-        "{entries:?}"
-    );
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
-    assert_eq!(
-        std::fs::read(&loot).unwrap(),
-        b"",
-        "a key was written into the other user's file"
-    );
-    // And the demo's own directory is gone: only the planted one is left.
-    let left: Vec<String> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("pld-"))
-        .collect();
-    assert_eq!(left.len(), 1, "{left:?}");
+    tmp.assert_planted_untouched("pld-tls-", 6, &victim, &loot, &text);
 }

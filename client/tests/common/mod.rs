@@ -22,6 +22,19 @@ pub async fn raw(addr: &str) -> PldClient<Channel> {
     .max_encoding_message_size(64 << 20)
 }
 
+/// A generic gRPC client of the daemon at `addr`, ready: for calls with
+/// messages of the test's own making.
+pub async fn grpc(addr: &str) -> tonic::client::Grpc<Channel> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    grpc
+}
+
 /// GET /metrics over a plain TCP connection.
 pub async fn scrape(addr: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -153,7 +153,7 @@ fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
     let got = p.heap().alloc(size as u64, align as u64);
     let ptr = match got {
         Ok(off) => (p.heap_base() + off as usize) as *mut c_void,
-        Err(e) => no_room(call, size, e),
+        Err(e) => no_room(format_args!("{call}({size})"), e),
     };
     super::sync::shmem_barrier_all();
     ptr
@@ -164,11 +164,11 @@ fn alloc(call: &'static str, size: usize, align: usize) -> *mut c_void {
 /// same heap), with a line naming the call and SHMEM_SYMMETRIC_SIZE, for a
 /// program that does not look; a size no heap could hold or a bad
 /// alignment is the program's bug, and fatal.
-fn no_room(call: &'static str, size: usize, e: crate::heap::HeapError) -> *mut c_void {
+fn no_room(call: std::fmt::Arguments<'_>, e: crate::heap::HeapError) -> *mut c_void {
     if !matches!(e, crate::heap::HeapError::Exhausted { .. }) {
-        fatal(format!("{call}({size}): {e}"));
+        fatal(format!("{call}: {e}"));
     }
-    warn(format!("{call}({size}) returns NULL: {e}"));
+    warn(format!("{call} returns NULL: {e}"));
     std::ptr::null_mut()
 }
 
@@ -212,7 +212,7 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     let off = match p.heap().alloc(total as u64, MIN_ALIGN) {
         Ok(off) => off,
         Err(e) => {
-            let null = no_room("shmem_calloc", total, e);
+            let null = no_room(format_args!("shmem_calloc({count}, {size})"), e);
             super::sync::shmem_barrier_all();
             return null;
         }
@@ -277,7 +277,7 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     let new = match new {
         Ok(n) => n,
         Err(e) => {
-            let null = no_room("shmem_realloc", size, e);
+            let null = no_room(format_args!("shmem_realloc({size})"), e);
             super::sync::shmem_barrier_all();
             return null;
         }
