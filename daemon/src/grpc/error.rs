@@ -369,10 +369,7 @@ mod tests {
             "Error, decoded message length too large: found 5 bytes, the limit is: 4 bytes",
         );
         cases.push((
-            Error::ClientStream {
-                call: "PutStream",
-                status: too_large.clone(),
-            },
+            Error::client_stream("PutStream", too_large.clone()),
             Code::ResourceExhausted,
         ));
         for (e, code) in cases {
