@@ -191,26 +191,30 @@ impl Client {
 }
 
 /// The first call on a new connection failing in the transport (tonic's
-/// UNKNOWN "transport error": the HTTP/2 handshake itself failed) is a
-/// failure to connect, not the daemon's answer; the usual cause is a
-/// plaintext client at a daemon whose client plane speaks TLS.
+/// UNKNOWN "transport error": the HTTP/2 handshake itself failed; or "h2
+/// protocol error" when the answer's first bytes are not HTTP/2, as a TLS
+/// server's are, seen under load) is a failure to connect, not the
+/// daemon's answer; the usual cause is a plaintext client at a daemon
+/// whose client plane speaks TLS.
 fn first_call(addr: &str, e: Error, tls: bool) -> Error {
+    let hint = if tls {
+        ""
+    } else {
+        "; if the daemon serves its client plane over TLS (--grpc-tls), connect with its CA (tls_ca, pld --tls-ca)"
+    };
     match e {
         Error::Status {
             code: Code::Unknown,
             ref message,
             ..
-        } if message.contains("transport error") => Error::Connect {
-            addr: addr.into(),
-            reason: format!(
-                "the connection failed before the daemon answered ({message}){}",
-                if tls {
-                    ""
-                } else {
-                    "; if the daemon serves its client plane over TLS (--grpc-tls), connect with its CA (tls_ca, pld --tls-ca)"
-                }
-            ),
-        },
+        } if message.contains("transport error") || message.contains("h2 protocol error") => {
+            Error::Connect {
+                addr: addr.into(),
+                reason: format!(
+                    "the connection failed before the daemon answered ({message}){hint}"
+                ),
+            }
+        }
         e => e,
     }
 }
@@ -224,4 +228,39 @@ fn source_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unknown(message: &str) -> Error {
+        Error::Status {
+            addr: "a:1".into(),
+            code: Code::Unknown,
+            message: message.into(),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn a_first_call_failing_in_the_transport_is_a_connect_error_with_the_tls_hint() {
+        for m in ["transport error", "h2 protocol error: http2 error"] {
+            match first_call("a:1", unknown(m), false) {
+                Error::Connect { reason, .. } => {
+                    assert!(reason.contains(m), "{reason}");
+                    assert!(
+                        reason.contains("(--grpc-tls), connect with its CA"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{m}: {other:?}"),
+            }
+        }
+        // The daemon's own answers stay what they are.
+        assert!(matches!(
+            first_call("a:1", unknown("something else"), false),
+            Error::Status { .. }
+        ));
+    }
 }
