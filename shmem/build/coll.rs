@@ -5,7 +5,7 @@
 
 use super::{func, rust};
 
-const C: &str = "crate::capi::coll";
+const C: &str = "crate::coll";
 const R: &str = "crate::capi::reduce";
 
 /// The data-movement collectives of element type `r`, named `shmem_{n}_`.
@@ -118,7 +118,7 @@ pub fn all(
                     &format!("team: usize, dest: *mut {r}, source: *const {r}, nreduce: usize"),
                     "i32",
                     &format!(
-                        "{R}::typed::<{r}>(\"{sym}\", {C}::Scope::Team(team), dest, source, nreduce, {R}::Op::{v})"
+                        "{R}::typed::<{r}>(\"{sym}\", {C}::Scope::Team(team), dest, source, nreduce, {C}::Op::{v})"
                     ),
                 );
             }
@@ -138,7 +138,7 @@ pub fn all(
                     ),
                     "",
                     &format!(
-                        "{R}::typed::<{r}>(\"{sym}\", {C}::Scope::Active((pe_start, log_pe_stride, pe_size), psync), dest, source, {R}::count(\"{sym}\", nreduce), {R}::Op::{v});"
+                        "{R}::typed::<{r}>(\"{sym}\", {C}::Scope::Active((pe_start, log_pe_stride, pe_size), psync), dest, source, {R}::count(\"{sym}\", nreduce), {C}::Op::{v});"
                     ),
                 );
             }

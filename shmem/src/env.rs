@@ -71,14 +71,14 @@ pub struct Settings {
 }
 
 /// A heap size: room for pld's own cells at the heap's start
-/// ([`crate::pe::RESERVED`]) and at least one allocation after them.
+/// ([`crate::layout::RESERVED`]) and at least one allocation after them.
 fn heap_size(v: &str) -> Result<u64, String> {
     let size = parse_size(v)?;
-    let least = crate::pe::RESERVED + crate::heap::MIN_ALIGN;
+    let least = crate::layout::RESERVED + crate::heap::MIN_ALIGN;
     if size < least {
         return Err(format!(
             "smaller than the {} bytes pld keeps at the heap's start for its own cells, plus one allocation: at least {least} bytes (e.g. 2M)",
-            crate::pe::RESERVED
+            crate::layout::RESERVED
         ));
     }
     Ok(size)

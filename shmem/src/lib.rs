@@ -13,8 +13,15 @@
 //! - `heap`: the deterministic allocator, pure;
 //! - `env`: a PE's settings from its environment, pure;
 //! - `segment`: the executable's data segment;
-//! - `pe`: the PE (rank, runtime, spaces);
+//! - `layout`: the windows' names and the library's heap bytes, constants;
+//! - `fatal`: the fatal error and the warning, a leaf every layer calls;
 //! - `near`: the heaps of the PEs of one host, mapped;
+//! - `pe`: the PE (rank, runtime, spaces);
+//! - `team`: teams, their barriers and the collectives' groups;
+//! - `coll`: the collectives' algorithms, over the network or shared memory;
+//! - `ctx`: communication contexts;
+//! - `races`: the `--checked` reports in OpenSHMEM's words;
+//! - `job`: the PE with its teams and contexts, the one static;
 //! - `capi`: the C entry points;
 //! - `launch`: what `pld-oshrun` does;
 //! - `say`: one line to stderr in one write.
@@ -22,12 +29,17 @@
 pub mod addr;
 mod bind;
 pub mod capi;
+mod coll;
+mod ctx;
 pub mod env;
+mod fatal;
 pub mod heap;
+mod job;
 pub mod launch;
-mod names;
+mod layout;
 mod near;
 mod pe;
+mod races;
 mod say;
 pub mod segment;
 pub mod symbols;

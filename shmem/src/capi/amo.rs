@@ -4,8 +4,9 @@
 //! bits of an int32 or int64 cell; unsigned and floating-point types are
 //! their bit patterns.
 
+use crate::job::pe;
 use crate::near::Amo as Near;
-use crate::pe::{Deferred, pe};
+use crate::pe::Deferred;
 use pld_proto::{BitOp, CellOp, Dtype};
 
 /// A type OpenSHMEM's atomics take.
@@ -298,7 +299,7 @@ pub unsafe fn cell_fetch_nbi<T: Amo>(
 /// Refuses a fetching `_nbi` call's null `fetch`, before anything moves.
 fn null_fetch<T>(call: &'static str, fetch: *mut T) {
     if fetch.is_null() {
-        crate::pe::fatal(format!(
+        crate::fatal::fatal(format!(
             "{call}: fetch is a null pointer (a fetching _nbi atomic leaves its old value there)"
         ));
     }

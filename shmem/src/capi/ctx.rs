@@ -15,84 +15,24 @@
 //! the calling thread ([`with`]); the generic call bodies ask [`peer`],
 //! [`issued`] and [`defer`] what the current context wants.
 
-use crate::pe::{Deferred, Pe, fatal, pe};
-use crate::team::{self, Team};
-use pld_server::OpHandle;
+use crate::ctx::{Ctx, DEFAULT, INVALID, Issued};
+use crate::fatal::fatal;
+use crate::job::{Job, job, pe};
+use crate::pe::{Deferred, Pe};
+use crate::team;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-/// `SHMEM_CTX_INVALID`'s handle (shmem.h defines the same numbers).
-pub const INVALID: usize = 0;
-/// `SHMEM_CTX_DEFAULT`'s handle.
-pub const DEFAULT: usize = 1;
-
-/// A created context.
-pub(crate) struct Ctx {
-    team: Arc<Team>,
-    /// Ops issued on it and not yet known complete.
-    issued: Mutex<Vec<Issued>>,
-    /// Its fetches that land at its quiet.
-    deferred: Mutex<Vec<Deferred>>,
-}
-
-/// An op's handle, whatever it resolves with.
-pub(crate) enum Issued {
-    /// A put, add or signal.
-    Unit(OpHandle<()>),
-    /// A cell op whose value the program does not take.
-    Value(OpHandle<i64>),
-}
-
-impl From<OpHandle<()>> for Issued {
-    fn from(h: OpHandle<()>) -> Issued {
-        Issued::Unit(h)
-    }
-}
-
-impl From<OpHandle<i64>> for Issued {
-    fn from(h: OpHandle<i64>) -> Issued {
-        Issued::Value(h)
-    }
-}
-
-impl Issued {
-    fn detach(self) -> pld_server::Result<()> {
-        match self {
-            Issued::Unit(h) => h.detach(),
-            Issued::Value(h) => h.detach(),
-        }
-    }
-
-    async fn wait(self) -> pld_server::Result<()> {
-        match self {
-            Issued::Unit(h) => h.wait().await,
-            Issued::Value(h) => h.wait().await.map(drop),
-        }
-    }
-}
-
-/// The contexts this PE created, by handle.
-#[derive(Default)]
-pub(crate) struct Contexts {
-    map: HashMap<usize, Arc<Ctx>>,
-    next: usize,
-}
+use std::sync::Arc;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<Ctx>>> = const { RefCell::new(None) };
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The created context of handle `ctx`; `None` for the default one.
-fn find(p: &Pe, call: &'static str, ctx: usize) -> Option<Arc<Ctx>> {
+fn find(j: &Job, call: &'static str, ctx: usize) -> Option<Arc<Ctx>> {
     match ctx {
         DEFAULT => None,
         INVALID => fatal(format!("{call}: SHMEM_CTX_INVALID is not a context")),
-        h => Some(lock(p.contexts()).map.get(&h).cloned().unwrap_or_else(|| {
+        h => Some(j.contexts().get(h).unwrap_or_else(|| {
             fatal(format!(
                 "{call}: {h:#x} is not a context of this PE (destroyed, or not a context handle)"
             ))
@@ -102,7 +42,7 @@ fn find(p: &Pe, call: &'static str, ctx: usize) -> Option<Arc<Ctx>> {
 
 /// Runs `f` with context `ctx` current on this thread.
 pub(crate) fn with<R>(call: &'static str, ctx: usize, f: impl FnOnce() -> R) -> R {
-    let Some(c) = find(pe(call), call, ctx) else {
+    let Some(c) = find(job(call), call, ctx) else {
         return f();
     };
     struct Restore(Option<Arc<Ctx>>);
@@ -124,11 +64,11 @@ fn current() -> Option<Arc<Ctx>> {
 pub(crate) fn peer(p: &Pe, call: &'static str, pe_: i32) -> u32 {
     match current() {
         None => p.peer(call, pe_),
-        Some(c) => c.team.pe(pe_).unwrap_or_else(|| {
+        Some(c) => c.team().pe(pe_).unwrap_or_else(|| {
             fatal(format!(
                 "{call}: PE {pe_} is not in the context's team ({}, PEs 0..{})",
-                c.team.name,
-                c.team.members.len()
+                c.team().name,
+                c.team().members.len()
             ))
         }),
     }
@@ -144,7 +84,7 @@ pub(crate) fn tracking() -> bool {
 pub(crate) fn issued(call: &'static str, h: impl Into<Issued>) {
     let h = h.into();
     match current() {
-        Some(c) => lock(&c.issued).push(h),
+        Some(c) => c.issue(h),
         None => {
             if let Err(e) = h.detach() {
                 fatal(format!("{call}: {e}"));
@@ -156,7 +96,7 @@ pub(crate) fn issued(call: &'static str, h: impl Into<Issued>) {
 /// A fetch that lands at the current context's quiet.
 pub(crate) fn defer(p: &Pe, d: Deferred) {
     match current() {
-        Some(c) => lock(&c.deferred).push(d),
+        Some(c) => c.defer(d),
         None => p.defer(d),
     }
 }
@@ -180,25 +120,10 @@ pub unsafe extern "C" fn shmem_ctx_create(options: i64, ctx: *mut usize) -> i32 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_team_create_ctx(team: usize, _options: i64, ctx: *mut usize) -> i32 {
     let call = "shmem_team_create_ctx";
-    let p = pe(call);
+    let j = job(call);
     let made = match team {
         0 => None,
-        t => {
-            let team = team::team(p, call, t);
-            let mut all = lock(p.contexts());
-            all.next = all.next.max(DEFAULT + 1);
-            let id = all.next;
-            all.next += 1;
-            all.map.insert(
-                id,
-                Arc::new(Ctx {
-                    team,
-                    issued: Mutex::default(),
-                    deferred: Mutex::default(),
-                }),
-            );
-            Some(id)
-        }
+        t => Some(j.contexts().create(j.team(call, t))),
     };
     if !ctx.is_null() {
         // SAFETY: the caller's contract.
@@ -215,7 +140,7 @@ pub extern "C" fn shmem_ctx_destroy(ctx: usize) {
         fatal(format!("{call}: SHMEM_CTX_DEFAULT cannot be destroyed"));
     }
     shmem_ctx_quiet_named(call, ctx);
-    lock(pe(call).contexts()).map.remove(&ctx);
+    job(call).contexts().remove(ctx);
 }
 
 /// `shmem_ctx_get_team`: the team a context was made on.
@@ -228,7 +153,7 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, team: *mut usize) -> i32
     let id = match ctx {
         INVALID => None,
         DEFAULT => Some(team::WORLD),
-        h => Some(find(pe(call), call, h).map_or(team::WORLD, |c| c.team.id)),
+        h => Some(find(job(call), call, h).map_or(team::WORLD, |c| c.team().id)),
     };
     if !team.is_null() {
         // SAFETY: the caller's contract.
@@ -242,9 +167,8 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: usize, team: *mut usize) -> i32
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_ctx_fence(ctx: usize) {
     let call = "shmem_ctx_fence";
-    let p = pe(call);
-    find(p, call, ctx);
-    super::sync::fence(p, call);
+    find(job(call), call, ctx);
+    super::sync::fence(pe(call), call);
 }
 
 /// `shmem_ctx_quiet`: every op issued on the context is complete and its
@@ -256,11 +180,11 @@ pub extern "C" fn shmem_ctx_quiet(ctx: usize) {
 
 fn shmem_ctx_quiet_named(call: &'static str, ctx: usize) {
     let p = pe(call);
-    let Some(c) = find(p, call, ctx) else {
+    let Some(c) = find(job(call), call, ctx) else {
         p.quiet(call);
         return;
     };
-    let issued = std::mem::take(&mut *lock(&c.issued));
+    let issued = c.take_issued();
     let timeout = p.sync_timeout();
     for h in issued {
         // The timer is made inside the runtime (block_on enters it).
@@ -272,6 +196,5 @@ fn shmem_ctx_quiet_named(call: &'static str, ctx: usize) {
             )),
         }
     }
-    let deferred = std::mem::take(&mut *lock(&c.deferred));
-    p.land(call, deferred);
+    p.land(call, c.take_deferred());
 }

@@ -9,8 +9,10 @@
 //! that PE writes when it joins behind, and [`GRANTED`], which the PE
 //! before it sets when it hands the lock on.
 
+use crate::fatal::fatal;
+use crate::job::pe;
 use crate::near::Amo;
-use crate::pe::{Pe, fatal, pe};
+use crate::pe::Pe;
 use pld_proto::{BitOp, CellOp, Dtype};
 use pld_server::WindowId;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -124,7 +126,7 @@ impl Lock {
                 call,
                 format!(
                     "{what} of the lock at {lock:p} ({})",
-                    crate::names::describe(p, lock.cast())
+                    p.describe(lock.cast())
                 ),
             );
         }

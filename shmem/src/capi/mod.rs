@@ -1,12 +1,10 @@
 //! The C entry points of OpenSHMEM. Each is thin: check the arguments,
 //! translate the addresses ([`crate::addr`]), call the rank, and turn an
-//! error into a fatal, named report ([`crate::pe::fatal`]). The typed
+//! error into a fatal, named report ([`crate::fatal::fatal`]). The typed
 //! entry points (`shmem_long_put`, ...) are generated from the header's
 //! type tables by `build.rs` and call the generic functions here.
 
 pub mod amo;
-pub(crate) mod coll;
-mod coll_near;
 pub mod ctx;
 pub mod lock;
 pub(crate) mod reduce;

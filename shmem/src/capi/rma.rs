@@ -4,7 +4,8 @@
 //! target. A get returns with the bytes.
 
 use super::ctx;
-use crate::pe::{Deferred, pe};
+use crate::job::pe;
+use crate::pe::Deferred;
 use pld_server::{Chunking, Dtype, Layout, Shape, Transfer};
 
 /// Moves `nbytes` from `source` (local) into `dest` (symmetric) on `pe`.
@@ -142,7 +143,7 @@ fn strided_span(call: &'static str, side: &str, nelems: usize, stride: usize, si
         .filter(|&b| isize::try_from(b).is_ok());
     match span {
         Some(b) => b as u64,
-        None => crate::pe::fatal(format!(
+        None => crate::fatal::fatal(format!(
             "{call}: {nelems} elements of {size} bytes at a {side} stride of {stride} span more bytes than an address space holds"
         )),
     }
@@ -151,11 +152,11 @@ fn strided_span(call: &'static str, side: &str, nelems: usize, stride: usize, si
 /// A stride as OpenSHMEM gives it (`ptrdiff_t`, in elements): positive.
 fn positive(call: &'static str, side: &str, stride: isize) -> usize {
     match usize::try_from(stride) {
-        Ok(0) => crate::pe::fatal(format!(
+        Ok(0) => crate::fatal::fatal(format!(
             "{call}: {side} stride 0 (each element would land on the same place)"
         )),
         Ok(s) => s,
-        Err(_) => crate::pe::fatal(format!("{call}: {side} stride {stride} is not positive")),
+        Err(_) => crate::fatal::fatal(format!("{call}: {side} stride {stride} is not positive")),
     }
 }
 
@@ -191,7 +192,7 @@ fn region(size: usize, stride: usize, nelems: usize) -> Transfer {
 fn element_offset(call: &'static str, off: u64, dtype: Dtype) -> u64 {
     let size = dtype.size() as u64;
     if off % size != 0 {
-        crate::pe::fatal(format!(
+        crate::fatal::fatal(format!(
             "{call}: the symmetric address is not aligned to its {size}-byte elements (offset {off})"
         ));
     }

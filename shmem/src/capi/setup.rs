@@ -1,8 +1,10 @@
 //! Setup, query and exit, the symmetric heap's allocation calls, and the
 //! 1.3-era names existing programs still use.
 
+use crate::fatal::{fatal, warn};
 use crate::heap::MIN_ALIGN;
-use crate::pe::{Pe, fatal, init, pe, pe_query, warn};
+use crate::job::{init, pe, pe_query};
+use crate::pe::Pe;
 use std::ffi::{c_char, c_void};
 
 /// `shmem_init`: starts this PE's rank and connects to the others.
@@ -38,7 +40,7 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut i32) {
 /// `shmem_finalize`: quiet, a barrier, then the rank leaves its peers.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_finalize() {
-    pe("shmem_finalize").finalize();
+    crate::job::job("shmem_finalize").finalize();
 }
 
 /// `shmem_global_exit`: ends the whole job with `status` — this PE exits
@@ -179,7 +181,7 @@ fn offset_of(call: &'static str, p: &Pe, ptr: *mut c_void) -> u64 {
         Some(off) if p.heap().len_of(off as u64).is_some() => off as u64,
         _ => fatal(format!(
             "{call}: {ptr:p} is not a pointer shmem_malloc returned ({})",
-            crate::names::describe(p, ptr.cast())
+            p.describe(ptr.cast())
         )),
     }
 }

@@ -2,7 +2,8 @@
 //! applied after the data at the target, so a PE that sees the signal sees
 //! the data. The signal is a symmetric `uint64_t`.
 
-use crate::pe::{fatal, pe};
+use crate::fatal::fatal;
+use crate::job::pe;
 use pld_server::NotifyOp;
 
 /// `SHMEM_SIGNAL_SET` / `SHMEM_SIGNAL_ADD`, as shmem.h numbers them.

@@ -1,7 +1,8 @@
 //! Ordering and barriers: `fence`, `quiet`, `barrier_all`, `sync_all`,
 //! and the 1.3 active-set `shmem_barrier`.
 
-use crate::pe::{Pe, fatal, pe};
+use crate::job::pe;
+use crate::pe::Pe;
 
 /// `shmem_fence`: a pld link applies one PE's ops to another in issue
 /// order, so puts, atomics and signals after the fence already land after
@@ -43,7 +44,7 @@ fn world_barrier(p: &Pe, call: &'static str) {
     if p.near().is_none() {
         return p.run(call, p.rank().barrier());
     }
-    let world = crate::team::team(p, call, crate::team::WORLD);
+    let world = crate::job::job(call).team(call, crate::team::WORLD);
     let g = crate::team::group::Members::of(p, &world);
     p.run(call, g.sync_only());
 }
@@ -53,53 +54,6 @@ fn world_barrier(p: &Pe, call: &'static str) {
 pub extern "C" fn shmem_sync_all() {
     let p = pe("shmem_sync_all");
     world_barrier(p, "shmem_sync_all");
-}
-
-/// The PEs of an active set: `start`, `start + 2^log_stride`, ...
-pub(crate) fn members(
-    call: &'static str,
-    p: &Pe,
-    (start, log_stride, size): (i32, i32, i32),
-) -> Vec<u32> {
-    let n = p.rank().nranks() as i64;
-    let stride = 1i64
-        .checked_shl(log_stride as u32)
-        .filter(|_| (0..31).contains(&log_stride));
-    let list: Option<Vec<u32>> = stride.and_then(|stride| {
-        (0..size as i64)
-            .map(|i| {
-                let pe = start as i64 + i * stride;
-                (0..n).contains(&pe).then_some(pe as u32)
-            })
-            .collect()
-    });
-    match list {
-        Some(l) if size > 0 && start >= 0 && l.contains(&p.rank().rank()) => l,
-        _ => fatal(format!(
-            "{call}: the active set (PE_start {start}, logPE_stride {log_stride}, PE_size {size}) is not a set of this job's {n} PEs that holds PE {}",
-            p.rank().rank()
-        )),
-    }
-}
-
-/// A barrier over an active set, over the cells of its `pSync` array:
-/// quiet, then the dissemination barrier of its members (pld's own
-/// barrier when the set is the whole job).
-pub(crate) fn active_barrier(
-    call: &'static str,
-    set: (i32, i32, i32),
-    psync: *mut i64,
-    quiet: bool,
-) {
-    let p = pe(call);
-    let Some(held) = super::coll::hold(p, call, super::coll::Scope::Active(set, psync)) else {
-        return;
-    };
-    let g = held.group(p);
-    match quiet {
-        true => p.run(call, pld_proto::collective::Group::barrier(&g)),
-        false => p.run(call, g.sync_only()),
-    }
 }
 
 /// `shmem_barrier`: the 1.4 active-set barrier (quiet, then the barrier).
@@ -114,7 +68,7 @@ pub unsafe extern "C" fn shmem_barrier(
     pe_size: i32,
     psync: *mut i64,
 ) {
-    active_barrier(
+    crate::coll::active_barrier(
         "shmem_barrier",
         (pe_start, log_pe_stride, pe_size),
         psync,
@@ -133,7 +87,7 @@ pub unsafe extern "C" fn shmem_sync(
     pe_size: i32,
     psync: *mut i64,
 ) {
-    active_barrier(
+    crate::coll::active_barrier(
         "shmem_sync",
         (pe_start, log_pe_stride, pe_size),
         psync,

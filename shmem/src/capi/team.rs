@@ -4,7 +4,8 @@
 //! `SHMEM_TEAM_SHARED` 2, `SHMEM_TEAM_INVALID` 0); a call given a handle
 //! that is no team of this PE fails naming it.
 
-use crate::pe::{fatal, pe};
+use crate::fatal::fatal;
+use crate::job::{job, pe};
 use crate::team::{self, Team, split, strided};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub const NUM_CONTEXTS: i64 = 1;
 fn lookup(call: &'static str, handle: usize) -> Option<Arc<Team>> {
     match handle {
         0 => None,
-        h => Some(team::team(pe(call), call, h)),
+        h => Some(job(call).team(call, h)),
     }
 }
 
@@ -92,7 +93,7 @@ unsafe fn contexts(config: *const TeamConfig, mask: i64) -> i32 {
 /// `out` is null or valid for a `shmem_team_t`.
 unsafe fn give(out: *mut usize, handle: Option<usize>, num_contexts: i32) {
     if let Some(h) = handle {
-        pe("shmem_team_split").teams().configure(h, num_contexts);
+        job("shmem_team_split").teams().configure(h, num_contexts);
     }
     if !out.is_null() {
         // SAFETY: the caller's contract.
@@ -125,11 +126,12 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     let Some(all) = strided(&parent, start, stride, size) else {
         return -1;
     };
-    let p = pe(call);
+    let j = job(call);
+    let p = j.pe();
     let mine = all.contains(&p.rank().rank()).then(|| all.clone());
     let what = format!("split of {} from {start} by {stride}", parent.name);
     // Out of team slots: SHMEM_TEAM_INVALID and nonzero, on every PE.
-    let Ok(made) = split(p, call, &parent, mine, what) else {
+    let Ok(made) = split(p, j.registry(), call, &parent, mine, what) else {
         return -1;
     };
     // SAFETY: the caller's contract.
@@ -167,7 +169,8 @@ pub unsafe extern "C" fn shmem_team_split_2d(
     if xrange < 1 {
         return -1;
     }
-    let p = pe(call);
+    let j = job(call);
+    let p = j.pe();
     let n = parent.members.len();
     let x = (xrange as usize).min(n);
     let me = parent.me as usize;
@@ -176,13 +179,13 @@ pub unsafe extern "C" fn shmem_team_split_2d(
         .collect();
     let column: Vec<u32> = (me % x..n).step_by(x).map(|i| parent.members[i]).collect();
     let x_name = format!("x-axis of {}", parent.name);
-    let Ok(xs) = split(p, call, &parent, Some(row), x_name) else {
+    let Ok(xs) = split(p, j.registry(), call, &parent, Some(row), x_name) else {
         return -1;
     };
     let y_name = format!("y-axis of {}", parent.name);
-    let Ok(ys) = split(p, call, &parent, Some(column), y_name) else {
+    let Ok(ys) = split(p, j.registry(), call, &parent, Some(column), y_name) else {
         if let Some(x) = xs {
-            p.teams().remove(x);
+            j.teams().remove(x);
         }
         return -1;
     };
@@ -207,8 +210,7 @@ pub extern "C" fn shmem_team_destroy(team: usize) {
             "{call}: SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed"
         ));
     }
-    let p = pe(call);
-    if p.teams().remove(team).is_none() {
+    if job(call).teams().remove(team).is_none() {
         fatal(format!("{call}: {team:#x} is not a team of this PE"));
     }
 }

@@ -4,7 +4,9 @@
 //! (pld's change board), so it burns no core; at the sync timeout it fails
 //! naming the variable, the comparison and the last value seen.
 
-use crate::pe::{Pe, fatal, pe};
+use crate::fatal::fatal;
+use crate::job::pe;
+use crate::pe::Pe;
 use std::fmt::Display;
 use std::sync::atomic::Ordering::Acquire;
 use std::time::Duration;
@@ -90,10 +92,7 @@ fn check_cmp(call: &'static str, cmp: i32) {
 /// it is not symmetric or not aligned to its type.
 fn named<T>(p: &Pe, call: &'static str, ivar: *const T) -> String {
     p.locate_cell(call, ivar.cast(), size_of::<T>());
-    format!(
-        "the variable at {ivar:p} ({})",
-        crate::names::describe(p, ivar.cast())
-    )
+    format!("the variable at {ivar:p} ({})", p.describe(ivar.cast()))
 }
 
 /// Waits until `ready()` holds or the sync timeout passes.

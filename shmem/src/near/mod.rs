@@ -16,13 +16,11 @@ mod ops;
 
 pub(crate) use ops::Amo;
 
+use crate::layout::CONTROL;
 use control::{Control, IDENTITY_BYTES, VERDICT_FAR, VERDICT_NEAR};
 use pld_server::{Progress, Rank, WindowId};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
-
-/// The heap offset of a PE's control block.
-pub(crate) const CONTROL: u64 = crate::pe::TEAM_BYTES;
 
 /// Every PE's heap, mapped here.
 pub(crate) struct Near {

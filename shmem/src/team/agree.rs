@@ -25,7 +25,7 @@ use pld_proto::collective::{Group, sides};
 use std::fmt;
 
 /// Bytes of a call cell.
-pub(crate) const CALL_BYTES: usize = 128;
+pub(crate) use crate::layout::CALL_BYTES;
 
 /// Marks a cell as holding a description of this layout.
 const MAGIC: u64 = 0x706c_6473_686d_6301;

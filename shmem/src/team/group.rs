@@ -86,7 +86,7 @@ impl<'a> Members<'a> {
             world: is_world(pe, members),
             scratch: None,
             mailbox: None,
-            call: CallCell::at(pe, crate::pe::ACTIVE_CALL),
+            call: CallCell::at(pe, crate::layout::ACTIVE_CALL),
         }
     }
 

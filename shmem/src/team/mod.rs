@@ -16,7 +16,9 @@ pub(crate) mod group;
 pub(crate) mod mailbox;
 pub(crate) mod sync;
 
-use crate::pe::{Pe, TEAM_BYTES, fatal};
+use crate::fatal::fatal;
+use crate::layout::{CALL_BYTES, TEAM_BYTES};
+use crate::pe::Pe;
 use mailbox::Mailbox;
 use pld_proto::collective::Scratch;
 use pld_server::WindowId;
@@ -30,11 +32,11 @@ pub(crate) const SLOT_BYTES: u64 = 16 << 10;
 /// The bytes of a slot that hold its sync cells.
 const CELL_BYTES: u64 = 1024;
 /// The bytes of a slot that hold its mailbox.
-const MAILBOX_BYTES: u64 = (7 << 10) - agree::CALL_BYTES as u64;
+const MAILBOX_BYTES: u64 = (7 << 10) - CALL_BYTES as u64;
 /// Where in a slot its call cell is.
 const CALL_AT: u64 = CELL_BYTES + MAILBOX_BYTES;
 /// Where in a slot its scratch is.
-const SCRATCH_AT: u64 = CALL_AT + agree::CALL_BYTES as u64;
+const SCRATCH_AT: u64 = CALL_AT + CALL_BYTES as u64;
 /// How many teams a PE can belong to at once (world and shared included).
 pub(crate) const SLOTS: u32 = (TEAM_BYTES / SLOT_BYTES) as u32;
 const _: () = assert!(sync::SYNC_CELLS * 8 <= CELL_BYTES && SLOTS <= 64);
@@ -207,18 +209,6 @@ impl Teams {
     }
 }
 
-/// The team of handle `team` for `call`; fatal for an invalid handle.
-pub(crate) fn team(p: &Pe, call: &'static str, team: usize) -> Arc<Team> {
-    if let Some(world) = p.world_team().filter(|_| team == WORLD) {
-        return world.clone();
-    }
-    p.teams().get(team).unwrap_or_else(|| {
-        fatal(format!(
-            "{call}: {team:#x} is not a team of this PE (SHMEM_TEAM_INVALID, destroyed, or not a team handle)"
-        ))
-    })
-}
-
 /// Splits `parent`: every member of the parent calls it with its own
 /// `mine` (the members of the team it joins, or `None`); returns the new
 /// team's handle, or `None` where `mine` is. Collective over the parent;
@@ -226,12 +216,13 @@ pub(crate) fn team(p: &Pe, call: &'static str, team: usize) -> Arc<Team> {
 /// them: a PE belongs to [`SLOTS`] teams at most.
 pub(crate) fn split(
     p: &Pe,
+    teams: &Registry,
     call: &'static str,
     parent: &Team,
     mine: Option<Vec<u32>>,
     what: String,
 ) -> Result<Option<usize>, NoSlot> {
-    let used = p.teams().used();
+    let used = lock(teams).used();
     let all = p.run(call, group::agree_mask(p, parent, used));
     let Some(slot) = (0..SLOTS).find(|s| all & (1 << s) == 0) else {
         return Err(NoSlot);
@@ -243,7 +234,7 @@ pub(crate) fn split(
         "team {{id}} ({what}: PEs {})",
         pld_proto::barrier::join(&members)
     );
-    Ok(Some(p.teams().add(p, members, slot, name)))
+    Ok(Some(lock(teams).add(p, members, slot, name)))
 }
 
 /// No team slot is free on every member of the parent.
@@ -264,5 +255,9 @@ pub(crate) fn strided(parent: &Team, start: i32, stride: i32, size: i32) -> Opti
         .collect()
 }
 
-/// The shared registry type the PE holds.
+/// The registry as the job holds it.
 pub(crate) type Registry = Mutex<Teams>;
+
+fn lock(teams: &Registry) -> std::sync::MutexGuard<'_, Teams> {
+    teams.lock().unwrap_or_else(|p| p.into_inner())
+}

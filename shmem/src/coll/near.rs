@@ -18,9 +18,10 @@
 //! every member's into a buffer of its own, signals that it is done
 //! reading, and writes `dest` once all are (`dest` may be `source`).
 
-use super::reduce::Fold;
+use super::fold::Fold;
+use crate::fatal::fatal;
 use crate::near::Near;
-use crate::pe::{Pe, fatal};
+use crate::pe::Pe;
 use crate::team::flags::Flags;
 use crate::team::group::{CollError, Members};
 use crate::team::mailbox::Slots;

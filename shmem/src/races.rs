@@ -1,39 +1,9 @@
-//! Naming symmetric objects in messages: a heap address by its allocation
-//! and offset, a data-segment address by the executable's symbol; and the
-//! `--checked` reports, each race's bytes named so.
+//! The `--checked` race reports in OpenSHMEM's words, each race's bytes
+//! named by the symmetric object they lie in ([`Pe::describe`]'s names).
 
-use crate::pe::{HEAP_WINDOW, Pe, RESERVED};
+use crate::layout::HEAP_WINDOW;
+use crate::pe::Pe;
 use std::ops::Range;
-
-/// Where `ptr` lies: heap offset and allocation, or data segment offset and
-/// the symbol there.
-pub(crate) fn describe(p: &Pe, ptr: *const u8) -> String {
-    let Ok((win, off)) = p.try_locate("describe", ptr, 1) else {
-        return "not symmetric".into();
-    };
-    match p.spaces().of(win).map(|s| s.what) {
-        Some("symmetric heap") => heap_object(p, off),
-        _ => data_object(p, ptr as usize, off),
-    }
-}
-
-fn heap_object(p: &Pe, off: u64) -> String {
-    match p.heap().holding(off) {
-        Some((at, len)) => format!(
-            "symmetric heap offset {off}, {} bytes into the {len}-byte allocation at offset {at}",
-            off - at
-        ),
-        None if off < RESERVED => format!("symmetric heap offset {off}, in pld's reserved cells"),
-        None => format!("symmetric heap offset {off}, in no live allocation"),
-    }
-}
-
-fn data_object(p: &Pe, addr: usize, off: u64) -> String {
-    match p.symbol_at(addr) {
-        Some((name, into)) => format!("data segment offset {off}: `{name}`+{into}"),
-        None => format!("data segment offset {off}"),
-    }
-}
 
 /// The symmetric object `bytes` of window `window` lie in, for a report.
 fn name_range(p: &Pe, window: &str, bytes: &Range<u64>) -> Option<String> {
@@ -42,8 +12,8 @@ fn name_range(p: &Pe, window: &str, bytes: &Range<u64>) -> Option<String> {
         id == Some(s.window)
     })?;
     Some(match window {
-        HEAP_WINDOW => heap_object(p, bytes.start),
-        _ => data_object(p, space.base + bytes.start as usize, bytes.start),
+        HEAP_WINDOW => p.heap_object(bytes.start),
+        _ => p.data_object(space.base + bytes.start as usize, bytes.start),
     })
 }
 

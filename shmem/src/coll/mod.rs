@@ -7,104 +7,21 @@
 //! stopped reading what the last call left there), which also makes the
 //! in-place forms safe. docs/shmem.md gives each one's message count.
 
-use crate::capi::coll_near::Direct;
-use crate::capi::reduce::Fold;
-use crate::capi::sync::members;
-use crate::pe::{Pe, fatal, pe};
+mod fold;
+mod near;
+mod scope;
+
+pub(crate) use fold::{ByC, ByOp, Combine, Fold, Op, Reducible};
+pub(crate) use scope::{Scope, active_barrier};
+
+use crate::fatal::fatal;
+use crate::job::job;
+use crate::pe::Pe;
 use crate::team::agree::{Desc, agree};
-use crate::team::flags::ACTIVE_FLAGS;
 use crate::team::group::{CollError, Members, flatten};
-use crate::team::sync::{Cells, SYNC_CELLS, SyncArea};
-use crate::team::{self, Team};
+use near::Direct;
 use pld_proto::collective::{self as coll, Algo, Group, Plain, Scratch, decode, encode};
-use std::sync::Arc;
-
-/// Where a collective runs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Scope {
-    /// A team, by handle.
-    Team(usize),
-    /// A 1.4 active set (PE_start, logPE_stride, PE_size) and its `pSync`.
-    Active((i32, i32, i32), *mut i64),
-}
-
-/// The members a call runs over, held for its length.
-pub(crate) enum Held {
-    /// A team.
-    Team(Arc<Team>),
-    /// An active set.
-    Active {
-        /// Its PEs.
-        members: Vec<u32>,
-        /// This PE's number among them.
-        me: u32,
-        /// Its barrier over the `pSync` cells.
-        sync: Arc<SyncArea>,
-        /// What errors call it.
-        name: String,
-    },
-}
-
-impl Held {
-    /// The members as a group.
-    pub(crate) fn group<'a>(&'a self, p: &'a Pe) -> Members<'a> {
-        match self {
-            Held::Team(t) => Members::of(p, t),
-            Held::Active {
-                members,
-                me,
-                sync,
-                name,
-            } => Members::active(p, members, *me, sync, name),
-        }
-    }
-}
-
-/// The members of `scope`; `None` for `SHMEM_TEAM_INVALID` (the call then
-/// returns nonzero, as the 1.5 collectives do).
-pub(crate) fn hold(p: &Pe, call: &'static str, scope: Scope) -> Option<Held> {
-    match scope {
-        Scope::Team(0) => None,
-        Scope::Team(id) => Some(Held::Team(team::team(p, call, id))),
-        Scope::Active(set, psync) => {
-            // The whole job: the world team (its barrier and scratch). The
-            // set (0, 0, n) is the only one that names it (without the
-            // member list, as this is every OSU-style call's path).
-            let n = p.rank().nranks();
-            if set.0 == 0 && set.1 == 0 && u32::try_from(set.2) == Ok(n) {
-                return Some(Held::Team(team::team(p, call, team::WORLD)));
-            }
-            let all = members(call, p, set);
-            let me = all
-                .iter()
-                .position(|m| *m == p.rank().rank())
-                .unwrap_or_default() as u32;
-            let (window, offset) = p.locate(call, psync.cast(), SYNC_CELLS * 8);
-            let cells = Cells {
-                window,
-                offset,
-                local: psync as usize,
-                base: -1,
-                flags: ACTIVE_FLAGS.0,
-                flag_cells: ACTIVE_FLAGS.1,
-            };
-            let n = all.len() as u32;
-            let sync = p.active_sync((psync as usize, set.0, set.1, set.2), || {
-                SyncArea::new(me, n, cells)
-            });
-            let name = format!(
-                "the active set (PE_start {}, logPE_stride {}, PE_size {}) with pSync {psync:p}",
-                set.0, set.1, set.2
-            );
-            Some(Held::Active {
-                members: all,
-                me,
-                sync,
-                name,
-            })
-        }
-    }
-}
+use scope::hold;
 
 /// Runs `f` over the members of `scope`, fatal on its error; -1 for an
 /// invalid team. Under `--checked` the members first agree that they all
@@ -113,8 +30,9 @@ fn over<F>(call: &'static str, scope: Scope, desc: Desc, f: F) -> i32
 where
     F: for<'a> AsyncFnOnce(&'static Pe, Members<'a>) -> Result<(), CollError>,
 {
-    let p = pe(call);
-    let Some(held) = hold(p, call, scope) else {
+    let j = job(call);
+    let p = j.pe();
+    let Some(held) = hold(j, call, scope) else {
         return -1;
     };
     let g = held.group(p);
