@@ -1,13 +1,22 @@
 //! Per-element atomic kernels on window memory.
 //!
-//! Every mutating atomic takes the lock of the 64 KiB stripe it touches
-//! (see `Window::for_each_stripe`), so inside a stripe an element add is a
-//! plain load, add and store — relaxed atomics, which compile to ordinary
-//! moves, so that a concurrent `wait` reading the cell atomically is never a
-//! data race — with no lock prefix and no compare-and-swap loop. fp16 and
-//! bf16 add in fp32 and round back to nearest even: fp32 carries more than
-//! 2p+2 bits for both (p = 11 and 8), so the double rounding gives the
-//! correctly rounded sum.
+//! Integer atomics are the hardware's: an elementwise integer add is a
+//! `fetch_add` per element (`lock xadd`), and the single-cell ops and
+//! signals are atomic read-modify-writes, none under a lock. So an integer
+//! atomic that another process applies through a mapping of the same
+//! memory (pld-shmem between the PEs of one host) with the same
+//! instructions cannot lose an update against one this rank serves.
+//!
+//! Float adds (fp32, fp64, fp16, bf16) are always applied by the window's
+//! owner, under the lock of the 64 KiB stripe they touch (see
+//! `Window::for_each_stripe`): inside a stripe an element add is a plain
+//! load, add and store — relaxed atomics, which compile to ordinary moves,
+//! so that a concurrent `wait` reading the cell atomically is never a data
+//! race — with no compare-and-swap loop, which would cost a bulk add of
+//! floats over ten times as much. No path adds floats through a mapping.
+//! fp16 and bf16 add in fp32 and round back to nearest even: fp32 carries
+//! more than 2p+2 bits for both (p = 11 and 8), so the double rounding
+//! gives the correctly rounded sum.
 
 use half::{bf16, f16};
 use pld_proto::{BitOp, CellOp, Dtype, NotifyOp};
@@ -41,22 +50,55 @@ macro_rules! add_as {
     };
 }
 
-/// Elementwise `dst += operands` for `dtype`, with the stripe lock held.
+macro_rules! fetch_add_as {
+    ($atomic:ty, $int:ty, $n:literal, $dst:expr, $ops:expr) => {
+        // SAFETY: the caller's contract: valid, aligned cells for $n-byte elements.
+        unsafe {
+            each::<$n>($dst, $ops, |p, b| {
+                <$atomic>::from_ptr(p.cast()).fetch_add(<$int>::from_le_bytes(b), Relaxed);
+            })
+        }
+    };
+}
+
+/// Whether `dtype`'s adds are the hardware's atomic adds, which need no
+/// lock (the integers); the others are applied under the stripe's lock.
+pub(super) fn add_is_lock_free(dtype: Dtype) -> bool {
+    matches!(
+        dtype,
+        Dtype::Int8 | Dtype::Int16 | Dtype::Int32 | Dtype::Int64
+    )
+}
+
+/// Elementwise `dst += operands` for an integer `dtype` (wrapping): one
+/// atomic add per element, no lock.
+///
+/// # Safety
+/// `dst` must be valid for `operands.len()` bytes and aligned to
+/// `dtype.size()`; `operands.len()` must be a multiple of it; `dtype` is
+/// one that [`add_is_lock_free`] takes.
+pub unsafe fn add_integers(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
+    match dtype {
+        Dtype::Int8 => fetch_add_as!(AtomicI8, i8, 1, dst, operands),
+        Dtype::Int16 => fetch_add_as!(AtomicI16, i16, 2, dst, operands),
+        Dtype::Int32 => fetch_add_as!(AtomicI32, i32, 4, dst, operands),
+        Dtype::Int64 => fetch_add_as!(AtomicI64, i64, 8, dst, operands),
+        // Not integers: the caller adds them under the stripe's lock.
+        _ => {}
+    }
+    // Publish the whole region before the ack that follows.
+    fence(Release);
+}
+
+/// Elementwise `dst += operands` for a float `dtype`, with the stripe lock
+/// held.
 ///
 /// # Safety
 /// `dst` must be valid for `operands.len()` bytes and aligned to
 /// `dtype.size()`; `operands.len()` must be a multiple of it; the lock of
 /// the stripe that holds the range must be held.
-pub(super) unsafe fn add_locked(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
+pub(super) unsafe fn add_floats_locked(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
     match dtype {
-        Dtype::Int8 => add_as!(AtomicI8, 1, dst, operands, |c, b| c
-            .wrapping_add(i8::from_le_bytes(b))),
-        Dtype::Int16 => add_as!(AtomicI16, 2, dst, operands, |c, b| c
-            .wrapping_add(i16::from_le_bytes(b))),
-        Dtype::Int32 => add_as!(AtomicI32, 4, dst, operands, |c, b| c
-            .wrapping_add(i32::from_le_bytes(b))),
-        Dtype::Int64 => add_as!(AtomicI64, 8, dst, operands, |c, b| c
-            .wrapping_add(i64::from_le_bytes(b))),
         Dtype::Fp32 => add_as!(AtomicU32, 4, dst, operands, |c, b| {
             (f32::from_bits(c) + f32::from_le_bytes(b)).to_bits()
         }),
@@ -69,14 +111,14 @@ pub(super) unsafe fn add_locked(dst: *mut u8, dtype: Dtype, operands: &[u8]) {
         Dtype::Bf16 => add_as!(AtomicU16, 2, dst, operands, |c, b| {
             bf16::from_f32(bf16::from_bits(c).to_f32() + bf16::from_le_bytes(b).to_f32()).to_bits()
         }),
-        // Rejected by the checks; nothing to add.
-        Dtype::Unspecified => {}
+        // Integers take add_integers; Unspecified is rejected by the checks.
+        _ => {}
     }
     // Publish the whole region before the ack that follows.
     fence(Release);
 }
 
-/// Atomic fetch-and-add on an int32/int64 cell (wrapping), stripe lock held.
+/// Atomic fetch-and-add on an int32/int64 cell (wrapping).
 ///
 /// # Safety
 /// `p` must be valid and aligned for `dtype`, which is Int32 or Int64; for

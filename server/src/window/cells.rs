@@ -1,6 +1,7 @@
 //! The single-cell ops of a window: elementwise atomic add of a range,
 //! fetch_add and compare_swap on an int32/int64 cell, and the int32 signal
-//! cells of notify, wait and test. Each runs under its stripe's lock.
+//! cells of notify, wait and test. Each is a hardware atomic on the cell
+//! (no lock); only a float add takes its stripe's lock (`window::atomic`).
 
 use super::{Window, atomic};
 use crate::error::AccessError;

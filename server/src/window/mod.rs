@@ -4,10 +4,12 @@
 //!
 //! A window is memory that many peers reach at once, as in MPI RMA and
 //! OpenSHMEM. Data takes no lock: concurrent puts to disjoint ranges
-//! proceed in parallel. Every mutating atomic holds the lock of the 64 KiB
-//! stripe it touches (elementwise adds of any dtype, the single-cell ops and
-//! notifies alike; see `window::atomic`), so any number of ranks can add to
-//! the same cells without losing an update.
+//! proceed in parallel. Integer atomics (elementwise adds, the single-cell
+//! ops, signals) are the hardware's atomic read-modify-writes and take no
+//! lock either, so they agree with the same instructions applied through
+//! a mapping by another process; a float add holds the lock of the 64 KiB
+//! stripe it touches (see `window::atomic`). Either way any number of
+//! ranks can add to the same cells without losing an update.
 //!
 //! Plain reads and writes copy bytes through raw pointers; no Rust reference
 //! to window memory ever outlives one copy. A program that lets a put race a
@@ -18,7 +20,7 @@
 
 //!
 //! - this file: a [`Window`] — its memory, its bounds and alignment checks,
-//!   the striped locks its atomics take;
+//!   the striped locks its float adds take;
 //! - `rows`: regions of a window ([`Rows`]): checked, written, read;
 //! - `cells`: the single-cell ops — fetching atomics, signals;
 //! - `set`: a rank's [`Windows`], by name and id;
@@ -63,12 +65,12 @@ pub struct Window {
     /// to free.
     layout: Option<Layout>,
     board: Arc<ChangeBoard>,
-    /// One lock per `STRIPE` bytes: every mutating atomic holds the lock of
-    /// the stripe it touches (see `window::atomic`).
+    /// One lock per `STRIPE` bytes: a float add holds the lock of the
+    /// stripe it touches (see `window::atomic`).
     stripes: Box<[std::sync::Mutex<()>]>,
 }
 
-/// Bytes of window memory per atomics lock: a multiple of every element
+/// Bytes of window memory per float-add lock: a multiple of every element
 /// size, so that no element straddles two stripes.
 const STRIPE: usize = 64 * 1024;
 
@@ -224,22 +226,28 @@ impl Window {
         }
     }
 
-    /// Adds `operands` (elements of `dtype`) to the bytes at `range`, stripe
-    /// by stripe under the stripes' locks.
+    /// Adds `operands` (elements of `dtype`) to the bytes at `range`:
+    /// integers with the hardware's atomic adds, floats stripe by stripe
+    /// under the stripes' locks.
     fn add_range(&self, range: Range<usize>, dtype: Dtype, operands: &[u8]) {
+        if atomic::add_is_lock_free(dtype) {
+            // SAFETY: `range` lies inside the window (the callers checked
+            // it) and starts at an element boundary.
+            unsafe { atomic::add_integers(self.ptr.as_ptr().add(range.start), dtype, operands) };
+            return;
+        }
         let start = range.start;
         self.for_each_stripe(range, |part| {
             let src = &operands[part.start - start..part.end - start];
             // SAFETY: `part` lies inside the window (the callers checked the
             // whole range) and starts at an element boundary; its stripe's
             // lock is held.
-            unsafe { atomic::add_locked(self.ptr.as_ptr().add(part.start), dtype, src) };
+            unsafe { atomic::add_floats_locked(self.ptr.as_ptr().add(part.start), dtype, src) };
         });
     }
 
-    /// Runs a single-cell atomic under the lock of the cell's stripe.
+    /// Runs a single-cell atomic: a hardware read-modify-write, no lock.
     fn with_cell<R>(&self, at: usize, f: impl FnOnce(*mut u8) -> R) -> R {
-        let _held = self.stripes[at / STRIPE].locked();
         // The cell is inside the window: the callers checked it.
         f(self.ptr.as_ptr().wrapping_add(at))
     }

@@ -187,6 +187,65 @@ fn concurrent_adds_from_many_threads_lose_no_update() {
     assert_eq!(from_bytes::<i64>(&w.read(256, 8).unwrap()), vec![480_000]);
 }
 
+/// What a peer that maps the window does (pld-shmem's PEs of one host): a
+/// CPU atomic on the cell's address, while the rank serves elementwise
+/// adds, fetch_adds and bitwise ops of the same cells. Every integer
+/// atomic is the hardware's, so none is lost — a plain load and store
+/// under a lock only the rank takes would lose some.
+#[test]
+fn integer_atomics_agree_with_cpu_atomics_through_the_address() {
+    use std::sync::atomic::{AtomicI32, AtomicI64, Ordering::AcqRel};
+    const ROUNDS: i64 = 1_000_000;
+    let w = Arc::new(win(4096));
+    let base = w.base() as usize;
+    // Both start at once, so that their adds overlap.
+    let start = Arc::new(std::sync::Barrier::new(2));
+    let rank = {
+        let (w, start) = (w.clone(), start.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            for _ in 0..ROUNDS {
+                w.atomic_add(0, Dtype::Int64, &to_bytes(&[1i64; 4]))
+                    .unwrap();
+                w.atomic_add(64, Dtype::Int32, &to_bytes(&[2i32; 2]))
+                    .unwrap();
+                w.fetch_add(128, Dtype::Int64, 1).unwrap();
+            }
+        })
+    };
+    let mapped = std::thread::spawn(move || {
+        start.wait();
+        for _ in 0..ROUNDS {
+            for k in 0..4 {
+                // SAFETY: the window outlives the thread (joined below);
+                // cell k of int64s at offset 0, 8-byte aligned.
+                unsafe { AtomicI64::from_ptr((base + 8 * k) as *mut i64) }.fetch_add(1, AcqRel);
+            }
+            for k in 0..2 {
+                // SAFETY: as above, the int32 cells at offset 64.
+                unsafe { AtomicI32::from_ptr((base + 64 + 4 * k) as *mut i32) }
+                    .fetch_add(3, AcqRel);
+            }
+            // SAFETY: as above, the int64 cell at offset 128.
+            unsafe { AtomicI64::from_ptr((base + 128) as *mut i64) }.fetch_add(5, AcqRel);
+        }
+    });
+    rank.join().unwrap();
+    mapped.join().unwrap();
+    assert_eq!(
+        from_bytes::<i64>(&w.read(0, 32).unwrap()),
+        vec![2 * ROUNDS; 4]
+    );
+    assert_eq!(
+        from_bytes::<i32>(&w.read(64, 8).unwrap()),
+        vec![5 * ROUNDS as i32; 2]
+    );
+    assert_eq!(
+        from_bytes::<i64>(&w.read(128, 8).unwrap()),
+        vec![6 * ROUNDS]
+    );
+}
+
 #[test]
 fn compare_swap_swaps_only_on_match() {
     let w = win(64);

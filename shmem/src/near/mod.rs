@@ -5,11 +5,11 @@
 //! not a message: what every OpenSHMEM does within a node. The data
 //! segment and jobs across hosts still go over pld's links.
 //!
-//! All or nothing: the job uses shared memory only if every PE maps every
-//! PE's heap, so an atomic on a heap cell is always the same kind of
-//! instruction on the same memory (the rank's elementwise add is a plain
-//! load and store under its stripe lock, which a CPU atomic from another
-//! process would not respect).
+//! All or nothing, for now: the job uses shared memory only if every PE
+//! maps every PE's heap. The rank's integer atomics are the hardware's
+//! (`pld_server::window::atomic`), the same instructions these mappings
+//! use, so an atomic served by the rank and one applied here agree on a
+//! cell; choosing the path per peer is the rank engine's next step.
 
 mod control;
 mod ops;
