@@ -227,23 +227,25 @@ fn each_pe_is_bound_to_the_core_of_its_index_unless_told_none() {
 }
 
 #[test]
-fn heaps_are_shared_between_pes_of_one_host_unless_turned_off() {
+fn heaps_and_static_data_are_shared_between_pes_of_one_host_unless_turned_off() {
     let prog = compile("tests/c/rma.c");
     for (flag, want) in [("on", "shared"), ("off", "none")] {
         let o = oshrun_with(&prog, 2, &["--transport", "tcp", "--shared-memory", flag]);
         let out = text(&o);
         assert!(o.status.success(), "{out}");
-        let line = format!("shmem_ptr to another PE: {want}");
-        assert!(out.contains(&line), "--shared-memory {flag}: {out}");
+        for what in ["another PE", "another PE's static data"] {
+            let line = format!("shmem_ptr to {what}: {want}");
+            assert!(out.contains(&line), "--shared-memory {flag}: {out}");
+        }
     }
     // The race detector sees every op: no shared memory under --checked.
     let o = oshrun_with(&prog, 2, &["--transport", "tcp", "--checked"]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
-    assert!(
-        out.contains("shmem_ptr to another PE: none"),
-        "--checked: {out}"
-    );
+    for what in ["another PE", "another PE's static data"] {
+        let line = format!("shmem_ptr to {what}: none");
+        assert!(out.contains(&line), "--checked: {out}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The collectives when the PEs share their heaps and `source` and `dest`
-//! are on the heap: each member copies straight out of the others'
+//! The collectives when the PEs share their memory and `source` and `dest`
+//! are in it (the heap, or static data where the data segments are
+//! shared too): each member copies straight out of the others'
 //! symmetric `source` into its own `dest` between two barriers — every byte
 //! that moves is copied once, by the member that needs it, with no
 //! scratch and no message. The entry barrier says every member's `source`
@@ -33,7 +34,7 @@ use pld_server::WindowId;
 /// that pushes copies everything itself).
 pub(crate) const ONE_ROUND_BYTES: usize = 64 << 10;
 
-/// `base + at` as a heap offset; past any heap where that overflows, so
+/// `base + at` as an offset; past any window where that overflows, so
 /// that the bounds check refuses it by name.
 fn offset(base: u64, at: usize) -> u64 {
     base.saturating_add(at as u64)
@@ -43,19 +44,21 @@ fn offset(base: u64, at: usize) -> u64 {
 pub(crate) struct Direct<'g, 'a> {
     near: &'a Near,
     g: &'g Members<'a>,
+    /// The heap window, where the mailboxes are.
     heap: WindowId,
-    /// `source`'s offset in every member's heap.
-    source: u64,
-    /// `dest`'s offset in this member's heap.
-    dest: u64,
+    /// `source`'s window and offset, the same on every member.
+    source: (WindowId, u64),
+    /// `dest`'s window and offset.
+    dest: (WindowId, u64),
     /// This PE.
     me: u32,
 }
 
 impl<'g, 'a> Direct<'g, 'a> {
     /// The direct form of a collective of `g` whose `source` spans
-    /// `source_bytes` and `dest` `dest_bytes`, if both are on the shared
-    /// heap.
+    /// `source_bytes` and `dest` `dest_bytes`, if both are in shared
+    /// memory (which is so on every member alike: the spaces are
+    /// symmetric and `near` maps them for all or none).
     pub(crate) fn new(
         p: &'a Pe,
         g: &'g Members<'a>,
@@ -65,43 +68,60 @@ impl<'g, 'a> Direct<'g, 'a> {
     ) -> Option<Direct<'g, 'a>> {
         let near = p.near()?;
         let me = p.rank().rank();
-        let (heap, off) = p
+        let (swin, soff) = p
             .try_locate(call, source, source_bytes.max(1) as u64)
             .ok()?;
-        near.at(me, heap, off, source_bytes as u64)?;
-        let (dheap, doff) = p.try_locate(call, dest, dest_bytes.max(1) as u64).ok()?;
-        near.at(me, dheap, doff, dest_bytes as u64)?;
+        near.at(me, swin, soff, source_bytes as u64)?;
+        let (dwin, doff) = p.try_locate(call, dest, dest_bytes.max(1) as u64).ok()?;
+        near.at(me, dwin, doff, dest_bytes as u64)?;
         Some(Direct {
             near,
             g,
-            heap,
-            source: off,
-            dest: doff,
+            heap: p.heap_window(),
+            source: (swin, soff),
+            dest: (dwin, doff),
             me,
         })
     }
 
-    /// `len` bytes at heap offset `off` of `pe`, in this process; fatal
-    /// past the heap's end (a `source` or `dest` shorter than the call
-    /// says).
-    fn heap_at(&self, what: &str, pe: u32, off: u64, len: usize) -> *mut u8 {
-        match self.near.at(pe, self.heap, off, len as u64) {
+    /// `len` bytes at offset `off` of window `win` of `pe`, in this
+    /// process; fatal past the shared memory's end (a `source` or `dest`
+    /// shorter than the call says).
+    fn mapped(&self, what: &str, win: WindowId, pe: u32, off: u64, len: usize) -> *mut u8 {
+        match self.near.at(pe, win, off, len as u64) {
             Some(p) => p,
             None => fatal(format!(
-                "a collective's {what}: {len} bytes at heap offset {off} of PE {pe} run past the symmetric heap"
+                "a collective's {what}: {len} bytes at offset {off} of PE {pe}'s {} run past its shared memory",
+                if win == self.heap {
+                    "symmetric heap"
+                } else {
+                    "data segment"
+                }
             )),
         }
     }
 
     /// `len` bytes at `at` of member `i`'s `source`, in this process.
     fn source_of(&self, i: u32, at: usize, len: usize) -> *const u8 {
-        self.heap_at("source", self.g.pe_of(i), offset(self.source, at), len)
+        let (win, off) = self.source;
+        self.mapped("source", win, self.g.pe_of(i), offset(off, at), len)
+    }
+
+    /// `len` bytes at `at` of `pe`'s `dest`, in this process.
+    fn dest_of(&self, pe: u32, at: usize, len: usize) -> *mut u8 {
+        let (win, off) = self.dest;
+        self.mapped("dest", win, pe, offset(off, at), len)
+    }
+
+    /// `len` bytes at `at` of `pe`'s mailbox, in this process.
+    fn mailbox_of(&self, pe: u32, at: u64, len: usize) -> *mut u8 {
+        self.mapped("mailbox", self.heap, pe, at, len)
     }
 
     /// Copies `len` bytes of member `i`'s `source` at `from` to `dest + to`.
     fn pull(&self, i: u32, from: usize, to: usize, len: usize) {
         let src = self.source_of(i, from, len);
-        let dst = self.heap_at("dest", self.me, offset(self.dest, to), len);
+        let dst = self.dest_of(self.me, to, len);
         // SAFETY: both ranges lie in live heap mappings (checked above);
         // `copy`, as in place they may be the same bytes.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -111,7 +131,7 @@ impl<'g, 'a> Direct<'g, 'a> {
     /// `i`'s `dest + to`.
     fn push(&self, i: u32, from: usize, to: usize, len: usize) {
         let src = self.source_of(self.g.rank(), from, len);
-        let dst = self.heap_at("dest", self.g.pe_of(i), offset(self.dest, to), len);
+        let dst = self.dest_of(self.g.pe_of(i), to, len);
         // SAFETY: both ranges lie in live heap mappings (checked above);
         // `copy`, as in place they may be the same bytes.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -275,7 +295,7 @@ impl<'g, 'a> Direct<'g, 'a> {
             let len = CHUNK.min(mine.end - start);
             let (at, bytes) = (start * T::SIZE, len * T::SIZE);
             self.combine_into(&mut acc, (at, len), fold);
-            let dst = self.heap_at("dest", self.me, self.dest + at as u64, bytes);
+            let dst = self.dest_of(self.me, at, bytes);
             // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc`
             // is `len` elements of our own.
             unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };
@@ -285,8 +305,8 @@ impl<'g, 'a> Direct<'g, 'a> {
             let r = slice(m);
             let (at, len) = (r.start * T::SIZE, r.len() * T::SIZE);
             let pe = self.g.pe_of(m as u32);
-            let src = self.heap_at("dest", pe, self.dest + at as u64, len);
-            let dst = self.heap_at("dest", self.me, self.dest + at as u64, len);
+            let src = self.dest_of(pe, at, len);
+            let dst = self.dest_of(self.me, at, len);
             // SAFETY: both in live heap mappings (checked); different
             // PEs' memory.
             unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
@@ -311,7 +331,7 @@ impl<'g, 'a> Direct<'g, 'a> {
         self.combine_into(&mut acc, (0, n), fold);
         f.signal_all();
         self.g.take(f, None).await?;
-        let dst = self.heap_at("dest", self.me, self.dest, bytes);
+        let dst = self.dest_of(self.me, 0, bytes);
         // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc` is
         // `n` elements of our own.
         unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };
@@ -335,7 +355,7 @@ impl<'g, 'a> Direct<'g, 'a> {
         let me = self.g.rank();
         let mine = self.source_of(me, 0, bytes);
         for i in (0..self.g.nranks()).filter(|i| *i != me) {
-            let to = self.heap_at("mailbox", self.g.pe_of(i), slots.of(me), bytes);
+            let to = self.mailbox_of(self.g.pe_of(i), slots.of(me), bytes);
             // SAFETY: `mine` is `bytes` bytes of this PE's `source`, `to`
             // the slot of another PE's mailbox (both checked live).
             unsafe { std::ptr::copy_nonoverlapping(mine, to, bytes) };
@@ -344,13 +364,11 @@ impl<'g, 'a> Direct<'g, 'a> {
         self.g.take(f, None).await?;
         let part = |i: u32| match i == me {
             true => mine,
-            false => self
-                .heap_at("mailbox", self.me, slots.of(i), bytes)
-                .cast_const(),
+            false => self.mailbox_of(self.me, slots.of(i), bytes).cast_const(),
         };
         let mut acc = Vec::with_capacity(n);
         combine_parts(&mut acc, n, (0..self.g.nranks()).map(part), fold);
-        let dst = self.heap_at("dest", self.me, self.dest, bytes);
+        let dst = self.dest_of(self.me, 0, bytes);
         // SAFETY: `dst` holds `bytes` bytes of this PE's heap; `acc` is
         // `n` elements of our own.
         unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dst, bytes) };

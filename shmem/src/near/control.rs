@@ -16,10 +16,20 @@ pub(crate) struct Control {
     pub pid: AtomicU32,
     /// Its heap's memory file descriptor.
     pub fd: AtomicI32,
-    /// [`VERDICT_NEAR`] once this PE maps every PE's heap, else
+    /// [`VERDICT_NEAR`] once this PE maps every PE's heap (with
+    /// [`VERDICT_DATA`] if every PE's data segment too), else
     /// [`VERDICT_FAR`]; 0 before it has tried.
     pub verdict: AtomicU32,
-    _pad: [u32; 11],
+    /// Its data segment's memory file descriptor, or -1: the segment is
+    /// private (`segment::share`).
+    pub data_fd: AtomicI32,
+    /// That file's length.
+    pub data_len: AtomicU64,
+    /// That file's inode, which a PE that opens it checks.
+    pub data_ino: AtomicU64,
+    /// Where in the data window the file's first byte is.
+    pub data_head: AtomicU64,
+    _pad: [u32; 4],
     /// The doorbell: a counter in the upper 31 bits, and in bit 0 whether
     /// a thread of this PE sleeps on it (or is about to). A writer that
     /// sees the bit clears it (one compare-and-swap) and wakes the
@@ -35,6 +45,8 @@ pub(crate) const IDENTITY_BYTES: u64 = 16;
 pub(crate) const VERDICT_NEAR: u32 = 1;
 /// It does not: the job does not use shared memory.
 pub(crate) const VERDICT_FAR: u32 = 2;
+/// With [`VERDICT_NEAR`]: the PE maps every PE's data segment too.
+pub(crate) const VERDICT_DATA: u32 = 4;
 
 const _: () = assert!(std::mem::size_of::<Control>() == 128);
 

@@ -52,6 +52,18 @@ pub(crate) fn start() -> anyhow::Result<Pe> {
         let memory = unsafe { ForeignMemory::new(DATA_WINDOW, ptr, d.len() as u64)? };
         config.lent.push(Arc::new(memory));
     }
+    // The data segment's whole pages into a memory file too, where the
+    // heaps may be shared (every PE on this host): now, while this is the
+    // only thread (the runtime's start below).
+    let all_here = shared.len() > 1 && shared.len() == config.peers.len();
+    let shared_data = match (&data, &heap_file) {
+        (Some(d), Some(_)) if all_here => crate::segment::share(d)
+            .inspect_err(|why| {
+                tracing::debug!(%why, "the data segment stays private: reached over the links")
+            })
+            .ok(),
+        _ => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("pld-shmem")
@@ -68,12 +80,21 @@ pub(crate) fn start() -> anyhow::Result<Pe> {
         }
     }
     let progress = s.progress.on_host(shared.len(), cores);
+    let own_data = match (&data, shared_data) {
+        (Some(d), Some(shared)) => Some(crate::near::OwnData {
+            window: rank.window(DATA_WINDOW)?,
+            base: d.start,
+            shared,
+        }),
+        _ => None,
+    };
     let near = rt.block_on(crate::near::setup(
         &rank,
         heap_id,
         heap_base,
         s.heap_size,
         heap_file,
+        own_data,
         progress,
     ))?;
     let mut list = vec![Space {

@@ -106,6 +106,14 @@ int main(void) {
   shmem_barrier_all();
   if (shmem_ptr(heap, left)) CHECK(heap[left * N] == 'A' + left, "a store through shmem_ptr");
   if (me == 0 && n > 1) printf("rma: shmem_ptr to another PE: %s\n", direct ? "shared" : "none");
+  /* The same for static data: where the data segments are shared, a
+   * store through the pointer is that PE's variable. */
+  static long static_flag[8];
+  long *direct_static = shmem_ptr(&static_flag[me % 8], right);
+  if (direct_static) *direct_static = 7000 + me;
+  shmem_barrier_all();
+  if (shmem_ptr(&static_flag[left % 8], left)) CHECK(static_flag[left % 8] == 7000 + left, "a store through shmem_ptr to static data");
+  if (me == 0 && n > 1) printf("rma: shmem_ptr to another PE's static data: %s\n", direct_static ? "shared" : "none");
   CHECK(shmem_addr_accessible(static_longs, right) && !shmem_addr_accessible(mine, right), "addr_accessible");
 
   shmem_free(ints);
